@@ -30,8 +30,11 @@ $(GEN)/.installed: requirements/generate.txt pyproject.toml
 	touch $@
 
 ## run: install, then the tiny CPU pipeline end to end (data -> train -> evaluate -> tables)
+# `dvc commit` then records what Snakemake built in dvc.lock, so `dvc status` agrees with it.
 run: install
 	$(BIN)/snakemake --cores $(CORES)
+	@$(BIN)/dvc commit --force --quiet && echo "dvc.lock records the outputs Snakemake built (dvc status: clean)" \
+	  || echo "warning: dvc commit failed (not a git checkout?); dvc status will list every stage"
 
 # The single-node SLURM the tests start (tests/slurm/local_slurm.sh) needs Debian's
 # SLURM and munge packages; apt-get runs only when one of them is missing.

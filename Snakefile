@@ -1,6 +1,6 @@
 # tprepro: the Mathematics Dataset pipeline (TP-Transformer vs Transformer).
 # Also the two-variable arithmetic experiment (UT / AUT vs Transformer) and the
-# TP-N2F experiments (MathQA, AlgoLisp).
+# TP-N2F experiments (MathQA, AlgoLisp) and the summarization experiment.
 # Settings: params.yaml (validated before anything runs). The same stages are
 # DVC stages in dvc.yaml; tests/test_dag_equality.py keeps the two equal.
 from snakemake.utils import min_version
@@ -17,6 +17,8 @@ include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/two_variable.smk"
 include: "workflow/rules/n2f.smk"
+include: "workflow/rules/summarization.smk"
+include: "workflow/rules/interpret.smk"
 include: "workflow/rules/mlflow.smk"
 
 
@@ -25,3 +27,7 @@ rule all:
         rules.tables.output,
         rules.two_variable_tables.output,
         expand("results/tables/{task}.md", task=N2F_TASKS),
+        rules.summarization_tables.output,
+        rules.interpret_reconstruction.output,
+        expand("results/interpret/two_variable/{model}", model=TV_MODELS),
+        expand("results/interpret/n2f/{task}", task=N2F_TASKS),

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import yaml
 
-from tprepro.data.modules import difficulty_of
-from tprepro.data.shards import shard_name, write_manifest, write_shard
+from tprepro.experiments.mathematics.modules import difficulty_of
+from tprepro.data import shards as shards_module
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -28,14 +28,8 @@ def arithmetic_rows(n: int, seed: int, module: str = "arithmetic__add_or_sub", s
 
 def write_dataset(directory: Path, rows: list[dict], rows_per_shard: int = 50, schema=None) -> Path:
     """`rows` as a dataset directory (Mathematics schema unless `schema` is given)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for i, start in enumerate(range(0, len(rows), rows_per_shard)):
-        path = directory / shard_name(i)
-        write_shard(rows[start : start + rows_per_shard], path, **({"schema": schema} if schema else {}))
-        paths.append(path)
-    write_manifest(directory, paths, source="test")
-    return directory
+    shards = (rows[start : start + rows_per_shard] for start in range(0, len(rows), rows_per_shard))
+    return shards_module.write_dataset(directory, shards, **({"schema": schema} if schema else {}), source="test")
 
 
 def load_default_params() -> dict:
@@ -74,17 +68,50 @@ def micro_n2f(params: dict, tasks: tuple[str, ...] = ()) -> dict:
     return params
 
 
+def micro_summarization(params: dict, datasets: tuple[str, ...] = ("xsum",)) -> dict:
+    """Shrink params' `summarization:` section to seconds per stage, on `datasets` of the CI corpus
+    (each in its own release format: xsum Hugging Face JSON lines, cnndm .story files, wikihow CSV,
+    arxiv JSON lines) and two models (Transformer, TPT-d); returns params."""
+    formats = {"xsum": "huggingface", "cnndm": "stories", "wikihow": "wikihow_csv", "arxiv": "arxiv_jsonl"}
+    section = params["summarization"]
+    section["corpus"].update(max_examples=240, test_fraction=0.25)  # about 15 test documents per dataset
+    section["datasets"] = {name: {"format": formats[name], "path": None} for name in datasets}
+    section["data"].update(vocab_size=200, max_source_tokens=24, max_target_tokens=8)
+    section["train"].update(steps=4, batch_size=4, warmup_steps=2, checkpoint_every=2, log_every=2)
+    section["evaluate"].update(max_documents=4, beam_size=2, max_summary_tokens=6, samples=1)
+    section["evaluate"]["bootstrap"]["resamples"] = 50
+    section["models"] = {"transformer": {"preset": "summarization_transformer_tiny"},
+                         "tpt_d": {"preset": "summarization_tpt_d_tiny"}}
+    for entry in section["models"].values():
+        entry.update(d_model=16, n_heads=2, d_ff=32, n_encoder_layers=1, n_decoder_layers=1)
+    section["models"]["tpt_d"]["d_role"] = 8
+    return params
+
+
 def write_params(path: Path, params: dict) -> Path:
     path.write_text(yaml.safe_dump(params, sort_keys=False))
     return path
 
 
+# Generated top-level folders and files, and caches anywhere: what a copy of the project leaves out.
+_GENERATED_TOP = {".git", ".venv", ".venv-gen", "data", "models", "checkpoints", "logs", ".snakemake", "mlartifacts",
+                  "two_variable", "n2f", "benchmarks"}
+_GENERATED_RESULTS = {"eval", "tables", "figures", "n2f", "interpret", "summarization", "benchmarks", "screenshots"}
+_CACHES = shutil.ignore_patterns("mlflow.db*", "__pycache__", "*.egg-info", ".pytest_cache")
+
+
+def _ignore(directory: str, names: list[str]) -> set[str]:
+    skipped = set(_CACHES(directory, names))
+    if Path(directory) == REPO:
+        skipped |= _GENERATED_TOP & set(names)
+    elif Path(directory) == REPO / "results":
+        skipped |= _GENERATED_RESULTS & set(names)
+    return skipped
+
+
 def copy_project(dest: Path) -> Path:
     """The repository's tracked-looking files (no venvs, data or results) in `dest`."""
-    ignore = shutil.ignore_patterns(".git", ".venv", ".venv-gen", "data", "models", "checkpoints", "logs",
-                                    ".snakemake", "mlflow.db*", "mlartifacts", "__pycache__", "*.egg-info",
-                                    ".pytest_cache", "eval", "tables", "figures", "benchmarks", "n2f")
-    shutil.copytree(REPO, dest, ignore=ignore, symlinks=True, dirs_exist_ok=True)
+    shutil.copytree(REPO, dest, ignore=_ignore, symlinks=True, dirs_exist_ok=True)
     return dest
 
 
@@ -96,6 +123,7 @@ def tool_env(**extra) -> dict:
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env.pop("MLFLOW_TRACKING_URI", None)
+    env.pop("TPREPRO_PARAMS", None)  # each test project reads its own params.yaml
     env.update(extra)
     return env
 

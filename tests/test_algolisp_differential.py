@@ -11,8 +11,8 @@ import random
 
 import pytest
 
-from tprepro.algolisp.generator import RANDOM_ARGS, TEMPLATES, mutate_tree, random_inputs, random_tree
-from tprepro.algolisp.interpreter import ExecutionError, Func, Program
+from tprepro.experiments.n2f.algolisp.generator import RANDOM_ARGS, TEMPLATES, mutate_tree, random_inputs, random_tree
+from tprepro.experiments.n2f.algolisp.interpreter import ExecutionError, Func, Program
 
 import algolisp_reference as reference
 

@@ -3,11 +3,11 @@
 import json
 from pathlib import Path
 
-from tprepro.algolisp import release
-from tprepro.algolisp.generator import TEMPLATES, generate
-from tprepro.algolisp.interpreter import run_tests
-from tprepro.algolisp.metrics import evaluate, exact_match, is_clean, score_example, fraction_passed
-from tprepro.algolisp.program import tree_to_text, tree_to_tuples
+from tprepro.experiments.n2f.algolisp import release
+from tprepro.experiments.n2f.algolisp.generator import TEMPLATES, generate
+from tprepro.experiments.n2f.algolisp.interpreter import run_tests
+from tprepro.experiments.n2f.algolisp.metrics import evaluate, exact_match, is_clean, score_example, fraction_passed
+from tprepro.experiments.n2f.algolisp.program import tree_to_text, tree_to_tuples
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "algolisp" / "example_record.jsonl"
 

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from tprepro.algolisp.interpreter import ExecutionError, Limits, compile_program, run, run_tests
+from tprepro.experiments.n2f.algolisp.interpreter import ExecutionError, Limits, compile_program, run, run_tests
 
 THOUSAND = ["*", "10", ["*", "10", "10"]]
 FACTORIAL = ["invoke1", ["lambda1", ["if", ["==", "arg1", "1"], "1", ["*", ["self", ["-", "arg1", "1"]], "arg1"]]], "a"]

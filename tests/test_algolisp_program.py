@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tprepro.algolisp.generator import generate, mutate_tree, random_tree
-from tprepro.algolisp.program import (
+from tprepro.experiments.n2f.algolisp.generator import generate, mutate_tree, random_tree
+from tprepro.experiments.n2f.algolisp.program import (
     decode_symbol,
     encode_symbol,
     text_to_tree,
@@ -15,7 +15,7 @@ from tprepro.algolisp.program import (
     tree_to_tuples,
     tuples_to_tree,
 )
-from tprepro.data.tuples import NO_ARG
+from tprepro.experiments.n2f.tuples import NO_ARG
 from tprepro.errors import TpreproError
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "algolisp" / "example_record.jsonl"

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from tprepro.algolisp import release
-from tprepro.algolisp.interpreter import run_tests
-from tprepro.algolisp.program import text_to_tree
+from tprepro.experiments.n2f.algolisp import release
+from tprepro.experiments.n2f.algolisp.interpreter import run_tests
+from tprepro.experiments.n2f.algolisp.program import text_to_tree
 from tprepro.errors import TpreproError
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "algolisp" / "example_record.jsonl"

@@ -1,14 +1,14 @@
-"""Streaming length-bucketed batches: coverage, bucketing, bounded memory, exact resume."""
+"""Streaming mixed, length-bucketed batches: coverage, bucketing, bounded memory, exact resume."""
 
 import itertools
 from collections import Counter
 
 import pytest
 
-from tprepro.data import batching
 from tprepro.data.batching import BatchStream, collate
-from tprepro.data.shards import open_dataset
+from tprepro.data.shards import iter_rows, open_dataset
 from tprepro.data.vocab import Vocab, build_vocab
+from tprepro.errors import TpreproError
 
 from helpers import arithmetic_rows, write_dataset
 
@@ -36,37 +36,79 @@ def test_batches_hold_similar_lengths(shards):
         assert len({(len(q) // 4, len(a) // 4) for q, a in rows}) == 1
 
 
-def test_memory_is_bounded_by_open_shards(shards, monkeypatch):
-    dataset, _ = shards
-    stream = BatchStream(dataset.files, build_vocab([dataset]), batch_size=4, bucket_width=8, seed=1, open_shards=2)
-    opened = []
-    real = batching._OpenShard.__init__
+@pytest.fixture()
+def modules(tmp_path):
+    """Three datasets of different sizes and shard counts (one per module, as the pipeline has)."""
+    sizes = {"a": 240, "b": 120, "c": 60}
+    datasets = [open_dataset(write_dataset(tmp_path / m, arithmetic_rows(n, seed=i, module=m), rows_per_shard=25))
+                for i, (m, n) in enumerate(sizes.items())]
+    return datasets, build_vocab(datasets)
 
-    def spy(self, *args, **kwargs):
-        opened.append(args[0])
-        real(self, *args, **kwargs)
 
-    monkeypatch.setattr(batching._OpenShard, "__init__", spy)
-    for _ in range(100):  # several epochs
+def test_memory_is_bounded_whatever_the_shard_count(modules):
+    datasets, vocab = modules
+    stream = BatchStream([ds.files for ds in datasets], vocab, batch_size=4, bucket_width=8, seed=1,
+                         shuffle_buffer=10, read_rows=7)
+    for _ in range(300):  # several epochs
         stream.next_rows()
-        assert len(stream.open) <= 2
-    assert stream.epoch >= 1 and len(opened) > len(dataset.files)
+        held_by_readers = sum(len(r.rows) for r in stream.readers)
+        assert held_by_readers <= len(datasets) * 7 and len(stream.buffer) <= 10
+    assert stream.epoch >= 2
 
 
-def test_restored_stream_continues_identically(shards):
-    dataset, _ = shards
-    vocab = build_vocab([dataset])
-    make = lambda state=None: BatchStream(dataset.files, vocab, 6, 4, seed=7, open_shards=3, state=state)
+def test_every_epoch_visits_every_row_of_every_dataset_once(modules):
+    datasets, vocab = modules
+    stream = BatchStream([ds.files for ds in datasets], vocab, batch_size=1, bucket_width=1000, seed=5,
+                         shuffle_buffer=16, read_rows=9)
+    everything = Counter((r["question"], r["answer"]) for ds in datasets for r in iter_rows(ds))
+    for epoch in range(2):
+        seen = Counter(tuple(stream.next_rows()[0]) for _ in range(sum(everything.values())))
+        assert seen == everything and stream.epoch == epoch
+
+
+def test_seeds_change_the_order_and_equal_seeds_repeat_it(modules):
+    datasets, vocab = modules
+    files = [ds.files for ds in datasets]
+
+    def draw(seed):
+        stream = BatchStream(files, vocab, 4, 8, seed=seed)
+        return [stream.next_rows() for _ in range(30)]
+
+    assert draw(2) == draw(2) != draw(3)
+
+
+@pytest.mark.parametrize("buffer, read_rows", [(1, 1), (16, 7), (500, 1000)])
+def test_restored_stream_continues_identically(modules, buffer, read_rows):
+    datasets, vocab = modules
+    files = [ds.files for ds in datasets]
+    make = lambda state=None: BatchStream(files, vocab, 6, 4, seed=7, shuffle_buffer=buffer,
+                                          read_rows=read_rows, state=state)
     reference = make()
-    expected = [reference.next_rows() for _ in range(90)]
+    expected = [reference.next_rows() for _ in range(150)]  # past the first epoch (420 rows)
     first = make()
     head = [first.next_rows() for _ in range(37)]
     state = first.state_dict()
     import pickle  # the checkpoint path: state survives serialisation
 
     resumed = make(pickle.loads(pickle.dumps(state)))
-    tail = [resumed.next_rows() for _ in range(53)]
-    assert head + tail == expected
+    middle = [resumed.next_rows() for _ in range(60)]
+    again = make(pickle.loads(pickle.dumps(resumed.state_dict())))  # a second resume, in epoch 1
+    tail = [again.next_rows() for _ in range(53)]
+    assert head + middle + tail == expected
+
+
+def test_a_flat_list_of_shards_is_one_dataset(shards):
+    dataset, _ = shards
+    stream = BatchStream(dataset.files, build_vocab([dataset]), batch_size=2, bucket_width=8, seed=1)
+    assert len(stream.readers) == 1 and stream.sizes == [dataset.rows]
+
+
+def test_a_corrupt_shard_is_named(modules, tmp_path):
+    datasets, vocab = modules
+    broken = datasets[1].files[2]
+    broken.write_bytes(b"not parquet")
+    with pytest.raises(TpreproError, match=str(broken)):
+        BatchStream([ds.files for ds in datasets], vocab, 4, 8, seed=1)
 
 
 def test_collate_shapes_and_specials():

@@ -1,5 +1,7 @@
 """The `tprepro` command line: stage errors name the file or key, exit status 2, no traceback."""
 
+import pytest
+
 from tprepro.cli import main
 
 from helpers import REPO
@@ -25,7 +27,8 @@ def test_validate_accepts_the_shipped_params(capsys):
 def test_missing_training_data_is_named(capsys, tmp_path):
     status, _, err = run(capsys, "train", "--params", str(REPO / "params.yaml"), "--model", "transformer",
                          "--seed", "1", "--train", str(tmp_path / "train-easy"), "--vocab", str(tmp_path / "v.json"),
-                         "--out", str(tmp_path / "m"), "--checkpoints", str(tmp_path / "c"))
+                         "--out", str(tmp_path / "m"), "--checkpoints", str(tmp_path / "c"),
+                         "--heldout", str(tmp_path / "interpolate"))
     assert status == 2
     assert f"{tmp_path}/train-easy/arithmetic__add_or_sub/manifest.json: missing dataset manifest" in err
     assert not (tmp_path / "m").exists()
@@ -44,3 +47,16 @@ def test_unknown_module_is_named(capsys, tmp_path):
                          "--module", "arithmetic__nope", "--out", str(tmp_path / "d"))
     assert status == 2 and "arithmetic__nope" in err
     assert not (tmp_path / "d").exists()
+
+
+def test_unknown_names_come_with_a_suggestion(capsys, tmp_path):
+    from tprepro.errors import TpreproError
+    from tprepro.experiments.mathematics.modules import validate_module
+    from tprepro.models.config import resolve_model_config
+
+    with pytest.raises(TpreproError, match=r"unknown preset 'tp_transfomer_tiny'; did you mean 'tp_transformer_tiny'\?"):
+        resolve_model_config("tp_transfomer_tiny", {}, where="models.x")
+    with pytest.raises(TpreproError, match=r"unknown module 'arithmetic__add_or_subb' for split 'train-easy'; did you mean 'arithmetic__add_or_sub'\?"):
+        validate_module("train-easy", "arithmetic__add_or_subb")
+    with pytest.raises(TpreproError, match=r"unknown setting 'd_modle'; did you mean 'd_model'\?"):
+        resolve_model_config("transformer_tiny", {"d_modle": 8}, where="models.x")

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from helpers import copy_project, load_default_params, tool_env, write_params
-from tprepro.config import validate_params
+from tprepro.params import validate_params
 from tprepro.errors import TpreproError
 from tprepro.tracking import JOB_ENVIRONMENT, job_environment_tags
 

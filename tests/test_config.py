@@ -1,11 +1,13 @@
 """params.yaml validation: every bad key or type stops with a message naming it."""
 
 import copy
+import os
 
 import pytest
+import yaml
 
 from tprepro.cli import main
-from tprepro.config import TrainConfig, load_params, validate_params
+from tprepro.params import TrainConfig, load_params, validate_params
 from tprepro.errors import TpreproError
 
 from helpers import REPO, load_default_params, write_params
@@ -59,3 +61,34 @@ def test_unreadable_params_file_is_named(tmp_path):
         load_params(bad)
     with pytest.raises(TpreproError, match="not found"):
         load_params(tmp_path / "missing.yaml")
+
+
+def test_snakemake_config_overrides_are_validated_and_written_for_the_jobs(tmp_path, monkeypatch):
+    from tprepro.params import PARAMS_ENV, RESOLVED_PARAMS, load_params, snakemake_params
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(PARAMS_ENV, "")  # recorded, so the export below is undone after the test
+    source = str(REPO / "params.yaml")
+    path, params = snakemake_params({"params": source, "train.steps": 7, "models.transformer.d_ff": 96})
+    assert path == RESOLVED_PARAMS and os.environ[PARAMS_ENV] == RESOLVED_PARAMS
+    assert params["train"]["steps"] == 7 and params["models"]["transformer"]["d_ff"] == 96
+    assert load_params(path) == params  # the jobs read exactly these settings
+    assert snakemake_params({"params": source})[0] == source  # no overrides: the file itself
+    with pytest.raises(TpreproError, match=r"with --config train.stepz: train.stepz: .*'stepz' was unexpected"):
+        snakemake_params({"params": source, "train.stepz": 7})
+    with pytest.raises(TpreproError, match="train.lr"):
+        snakemake_params({"params": source, "train.lr": "fast"})
+
+
+def test_snakemake_runs_its_jobs_with_the_overridden_settings(tmp_path):
+    import subprocess
+    import sys
+
+    from helpers import copy_project, tool_env
+
+    root = copy_project(tmp_path / "repo")
+    out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "2", "--config", "train={steps: 7, lr: 0.002}"],
+                         cwd=root, env=tool_env(), capture_output=True, text=True, check=True).stdout
+    assert "train" in out
+    train = yaml.safe_load((root / ".snakemake/tprepro/params.yaml").read_text())["train"]
+    assert train["steps"] == 7 and train["lr"] == 0.002 and train["batch_size"] == 64  # merged, typed

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from helpers import copy_project, load_default_params, micro_n2f, tool_env, write_params
+from helpers import REPO, copy_project, load_default_params, micro_n2f, tool_env, write_params
 
 
 def snakemake_jobs(root):
@@ -59,3 +59,47 @@ def test_both_n2f_tasks_have_equal_stages_in_both_tools(tmp_path):
     for task in ("mathqa", "algolisp"):
         assert {f"results/tables/{task}.md", f"results/n2f/{task}_quality.json",
                 f"n2f/models/{task}/tp_n2f/model.pt", f"n2f/eval/{task}/lstm2tp.csv"} <= dvc_outputs
+
+
+def test_dvc_stages_depend_on_the_code_the_stage_registry_names():
+    """Editing a stage's source reruns it under DVC as under Snakemake (both read tprepro.experiments)."""
+    import yaml
+
+    from tprepro.experiments import code_files, stage
+
+    stages = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
+    for name, entry in stages.items():
+        body = entry.get("do", entry)
+        command = stage(body["cmd"].split()[1])
+        declared = [dep[len("src/tprepro/"):] for dep in body["deps"] if dep.startswith("src/")]
+        assert declared == list(command.code), name
+        assert all((REPO / "src/tprepro" / path).exists() for path in declared), name
+        assert code_files(command.name, root=str(REPO / "src/tprepro")), name
+
+
+def test_editing_a_model_file_reruns_training_evaluation_and_tables_only(project):
+    """Snakemake sees package code as input: a touched model file reruns train/evaluate/tables, not data."""
+    import os
+    import time
+
+    outputs, _ = snakemake_jobs(project)
+    now = time.time()
+    for output in outputs:  # every output present and up to date (folders have no suffix)
+        path = project / output
+        path.mkdir(parents=True, exist_ok=True) if not path.suffix else (
+            path.parent.mkdir(parents=True, exist_ok=True), path.touch())
+        os.utime(path, (now, now))
+    later = now + 5
+    os.utime(project / "src/tprepro/models/transformer.py", (later, later))
+    out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "2", "--rerun-triggers", "mtime"],
+                         cwd=project, env=tool_env(), capture_output=True, text=True, check=True).stdout
+    jobs = {line.split()[0] for line in out.split("Job stats:")[1].split("total")[0].splitlines()[2:] if line.strip()}
+    assert "evaluate" in jobs, out
+    assert {"train", "evaluate", "tables", "two_variable_train", "n2f_train"} <= jobs
+    assert not jobs & {"data", "vocab", "two_variable_data", "n2f_data", "n2f_quality"}
+
+
+def test_snakemake_lint_reports_nothing(project):
+    result = subprocess.run([sys.executable, "-m", "snakemake", "--lint"], cwd=project, env=tool_env(),
+                            capture_output=True, text=True)
+    assert "Congratulations, your workflow is in a good condition!" in result.stdout + result.stderr, result.stdout

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def tiny(preset, seed=0):
-    """A random model whose greedy outputs vary. With the paper's init the (tied) input
+    """A random model whose greedy outputs vary. With the default init the (tied) input
     embedding dominates the residual stream and a random model just repeats its input
     token; a small E, roles near 1 in Eq. 2 and larger projections spread the predictions."""
     torch.manual_seed(seed)

@@ -22,13 +22,13 @@ def _conda_pip_pins(path: Path) -> list[str]:
 
 
 def test_generate_env_pins_match_requirements():
-    pins = _conda_pip_pins(REPO / "envs" / "generate.yaml")
+    pins = _conda_pip_pins(REPO / "workflow" / "envs" / "generate.yaml")
     requirements = _requirement_lines(REPO / "requirements" / "generate.txt")
     assert sorted(pins) == sorted(requirements)
-    assert len(pins) == len(set(pins)), "duplicate pins in envs/generate.yaml"
+    assert len(pins) == len(set(pins)), "duplicate pins in workflow/envs/generate.yaml"
 
 
 def test_generate_env_python_is_311():
-    env = yaml.safe_load((REPO / "envs" / "generate.yaml").read_text(encoding="utf-8"))
+    env = yaml.safe_load((REPO / "workflow" / "envs" / "generate.yaml").read_text(encoding="utf-8"))
     assert "python=3.11" in env["dependencies"]
     assert "pip" in env["dependencies"]

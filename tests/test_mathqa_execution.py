@@ -6,12 +6,12 @@ from pathlib import Path
 import pytest
 
 from tprepro.errors import TpreproError
-from tprepro.mathqa.executor import execute
-from tprepro.mathqa.numbers import extract_numbers
-from tprepro.mathqa.program import formula_to_program
-from tprepro.mathqa.quality import check_gold, gold_execution_rate
-from tprepro.mathqa.release import load_release
-from tprepro.mathqa.scoring import authors_score, candidate_options, operation_match, strict_correct, thresholds
+from tprepro.experiments.n2f.mathqa.executor import execute
+from tprepro.experiments.n2f.mathqa.numbers import extract_numbers
+from tprepro.experiments.n2f.mathqa.program import formula_to_program
+from tprepro.experiments.n2f.mathqa.quality import check_gold, gold_execution_rate
+from tprepro.experiments.n2f.mathqa.release import load_release
+from tprepro.experiments.n2f.mathqa.scoring import authors_score, candidate_options, operation_match, strict_correct, thresholds
 
 MATHQA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mathqa"
 

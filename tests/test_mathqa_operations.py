@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tprepro.mathqa.operations import (
+from tprepro.experiments.n2f.mathqa.operations import (
     CONSTANT_LIST, EXTRA_CONSTANTS, OPERATION_LIST, OPERATIONS, OperationFailure, constant_value,
 )
 

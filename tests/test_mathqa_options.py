@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tprepro.mathqa.expression import evaluate_expression
-from tprepro.mathqa.options import (
+from tprepro.experiments.n2f.mathqa.expression import evaluate_expression
+from tprepro.experiments.n2f.mathqa.options import (
     option_value, option_values_faithful, parse_options, split_options, split_options_faithful,
 )
 

@@ -5,12 +5,12 @@ from pathlib import Path
 
 import pytest
 
-from tprepro.data.tuples import NO_ARG, parse_program
+from tprepro.experiments.n2f.tuples import NO_ARG, parse_program
 from tprepro.errors import TpreproError
-from tprepro.mathqa.program import (
+from tprepro.experiments.n2f.mathqa.program import (
     THIRD_ARG, formula_to_program, ops_to_tuples, parse_linear_formula, program_to_formula, tuples_to_ops,
 )
-from tprepro.mathqa.release import COLUMNS, SCHEMA, load_release, read_parquet, write_parquet
+from tprepro.experiments.n2f.mathqa.release import COLUMNS, SCHEMA, load_release, read_parquet, write_parquet
 
 MATHQA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mathqa"
 

@@ -127,6 +127,7 @@ def test_the_ui_runs_page_shows_the_pipeline_runs(pipeline, tmp_path):
     assert chromium, "chromium missing: run `make system-deps` (apt-get install chromium)"
     experiment_id = server.api("experiments/get-by-name",
                                experiment_name=params["mlflow"]["experiment"])["experiment"]["experiment_id"]
+    names = ("pipeline", "transformer-s1", "tp_transformer-s1", "tables")
     # Sorted by name, the table lists child runs flat instead of folded under their parent.
     url = f"{server.uri}/#/experiments/{experiment_id}/runs?orderByKey=attributes.run_name&orderByAsc=true"
     dom = subprocess.run(
@@ -134,7 +135,7 @@ def test_the_ui_runs_page_shows_the_pipeline_runs(pipeline, tmp_path):
          "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path}",
          "--virtual-time-budget=30000", "--dump-dom", url],
         capture_output=True, text=True, timeout=180).stdout
-    for name in ("pipeline", "transformer-s1", "tp_transformer-s1", "tables"):
+    for name in names:
         assert f">{name}<" in dom, name
 
 

@@ -55,16 +55,16 @@ def test_overrides_apply_and_coerce():
 @pytest.mark.parametrize(
     "preset,overrides,message",
     [
-        ("tp_transformer_tiny", {"d_modle": 64}, r"^models\.tp\.d_modle: unknown setting; known: arch, d_model, "),
+        ("tp_transformer_tiny", {"d_modle": 64}, r"^models\.tp\.d_modle: unknown setting 'd_modle'; did you mean 'd_model'\? \(known: arch, d_model, "),
         ("tp_transformer_tiny", {"d_model": "64"}, r"^models\.tp\.d_model: expected int, got str '64'"),
         ("tp_transformer_tiny", {"n_heads": True}, r"^models\.tp\.n_heads: expected int, got bool"),
         ("tp_transformer_tiny", {"role_embedding": 1}, r"^models\.tp\.role_embedding: expected bool"),
         ("tp_transformer_tiny", {"n_heads": 5}, r"^models\.tp\.d_model: 64 is not divisible by n_heads=5"),
-        ("tp_transformer_tiny", {"binding": "tpr"}, r"^models\.tp\.binding: unknown binding 'tpr'; known: "),
+        ("tp_transformer_tiny", {"binding": "tpr"}, r"^models\.tp\.binding: unknown binding 'tpr'.* \(known: "),
         ("tp_transformer_tiny", {"arch": "gru"}, r"^models\.tp\.arch: unknown arch 'gru'"),
         ("tp_transformer_tiny", {"dropout": 1.5}, r"^models\.tp\.dropout: must be in \[0, 1\)"),
         ("tp_transformer_tiny", {"d_ff": 0}, r"^models\.tp\.d_ff: must be a positive integer"),
-        ("tp_transformer_huge", {}, r"^models\.tp\.preset: unknown preset 'tp_transformer_huge'; known: "),
+        ("tp_transformer_huge", {}, r"^models\.tp\.preset: unknown preset 'tp_transformer_huge'.* \(known: "),
     ],
 )
 def test_config_errors_name_the_key(preset, overrides, message):
@@ -100,9 +100,34 @@ def test_parameter_counts_of_presets():
     assert counts["transformer_tiny"] == paper_count(72, 64, 256, 2, tp=False)
 
 
-def test_paper_init():
+def test_authors_init_is_the_default():
+    """init: authors (the authors' released code): E, W^(p) ~ N(0, 1/d_z), b^(p) = PyTorch's default + 1,
+    W^(r) ~ N(0, 1/d_r), Xavier-uniform elsewhere, biases at PyTorch's default U(+-1/sqrt(fan_in))."""
     torch.manual_seed(0)
     cfg = resolve_model_config("tp_transformer_paper", {"n_encoder_layers": 1, "n_decoder_layers": 1})
+    assert cfg.init == "authors" and resolve_model_config("transformer_tiny").init == "authors"
+    model = build_model(cfg, 72, PAD)
+    std = 1 / math.sqrt(512)
+    embedding = model.embedding.tokens.weight  # E: [72, 512]
+    assert abs(embedding.mean().item()) < 0.002 and abs(embedding.std().item() / std - 1) < 0.02
+    role = model.embedding.role  # W^(p), b^(p)
+    assert abs(role.weight.mean().item()) < 0.001 and abs(role.weight.std().item() / std - 1) < 0.01
+    assert (role.bias - 1).abs().max().item() <= std and abs(role.bias.mean().item() - 1) < 0.01
+    role_proj = model.encoder[0].self_attn.binding.role_proj.weight  # W^(r) of all heads, d_r = 64
+    assert abs(role_proj.std().item() / (1 / math.sqrt(64)) - 1) < 0.01
+    q = model.encoder[0].self_attn.q_proj
+    bound = math.sqrt(6 / (512 + 512))  # Xavier-uniform
+    assert q.weight.abs().max().item() <= bound and q.weight.abs().max().item() > 0.95 * bound
+    assert 0.9 * std < q.bias.abs().max().item() <= std  # nn.Linear's default bias, untouched
+    expand = model.decoder[0].ff.expand.weight
+    assert expand.abs().max().item() <= math.sqrt(6 / (512 + 2048)) * 1.0001
+
+
+def test_paper_literal_init():
+    """init: paper_literal (Sec. 4.1 read literally): E ~ N(0, 1), W^(p) ~ N(1, 1), zero biases."""
+    torch.manual_seed(0)
+    cfg = resolve_model_config("tp_transformer_paper",
+                               {"n_encoder_layers": 1, "n_decoder_layers": 1, "init": "paper_literal"})
     model = build_model(cfg, 72, PAD)
     embedding = model.embedding.tokens.weight  # E: [72, 512]
     role = model.embedding.role.weight  # W^(p): [512, 512]
@@ -112,6 +137,8 @@ def test_paper_init():
     bound = math.sqrt(6 / (512 + 512))  # Xavier-uniform
     assert q.weight.abs().max().item() <= bound and q.weight.abs().max().item() > 0.95 * bound
     assert q.bias.abs().max().item() == 0
+    with pytest.raises(TpreproError, match=r"model\.init: unknown init 'paper' \('paper' is now 'paper_literal'\)"):
+        resolve_model_config("tp_transformer_tiny", {"init": "paper"})
 
 
 # ---- embedding (Eq. 2) -----------------------------------------------------------------------
@@ -214,3 +241,22 @@ def test_capture_role_vectors_and_attention_probabilities():
     with torch.no_grad(), capture(model, MultiHeadAttention) as outputs:
         model(src, tgt)
     assert len(outputs) == 6 and outputs["decoder.0.cross_attn"][0].shape == (3, 6, 64)
+
+
+def test_a_model_exported_with_the_old_init_name_still_loads(tmp_path):
+    """Models exported before the rename stored init 'paper'; they load (as paper_literal) with their weights."""
+    from dataclasses import asdict
+
+    from tprepro.data.vocab import SPECIALS, Vocab
+    from tprepro.evaluate.evaluate import load_trained
+    from tprepro.train.checkpoint import save_checkpoint
+
+    vocab = Vocab((*SPECIALS, *"0123456789"))
+    model = build_model(resolve_model_config("tp_transformer_tiny", {"init": "paper_literal"}), len(vocab), PAD)
+    stored = {**asdict(model.cfg), "init": "paper"}
+    save_checkpoint({"model": model.state_dict(), "model_config": stored, "vocab": vocab.state(), "step": 1,
+                     "fingerprint": "old"}, tmp_path / "model.pt")
+    loaded, _, _ = load_trained(tmp_path / "model.pt", torch.device("cpu"))
+    assert loaded.cfg.init == "paper_literal"
+    for name, tensor in model.state_dict().items():
+        assert torch.equal(loaded.state_dict()[name], tensor), name

@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tprepro.data.tuples import ARG_NONE, ARG_PAD, REL_BOS, REL_EOS, REL_PAD
+from tprepro.experiments.n2f.tuples import ARG_NONE, ARG_PAD, REL_BOS, REL_EOS, REL_PAD
 from tprepro.errors import TpreproError
 from tprepro.models import build_model, list_presets, resolve_model_config
 from tprepro.models.n2f import N2FModel, TupleLogits
@@ -344,7 +344,7 @@ def test_builder_errors_name_the_key():
     with pytest.raises(TpreproError, match="model.lstm_layers"):
         model_of("lstm2lstm", {"lstm_layers": 2})
     with pytest.raises(TpreproError, match="model.init"):
-        model_of("tp_n2f", {"init": "paper"})
+        model_of("tp_n2f", {"init": "authors"})
     with pytest.raises(TpreproError, match="model.n_relations"):
         build_model(resolve_model_config("tp_n2f_tiny"), VOCAB, PAD, n_relations=2, n_arguments=N_ARG)
     with pytest.raises(TypeError):  # the tuple archs need their output sizes

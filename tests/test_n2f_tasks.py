@@ -5,9 +5,10 @@ import pandas as pd
 import pytest
 
 from helpers import SHARED_DATA
-from tprepro.data.tuples import parse_program
+from tprepro.experiments.n2f.tuples import parse_program
 from tprepro.errors import TpreproError
-from tprepro.n2f_tasks import get_task
+from tprepro.experiments.n2f.tasks import get_task
+from tprepro.report.published import published
 
 MATHQA = {"train_label": "dev", "test_label": "test"}
 
@@ -49,16 +50,19 @@ def test_algolisp_gold_programs_pass_the_cleaned_set_and_tables_pool_credit():
 
     evals = pd.DataFrame([{"model": "m", "seed": s, **r} for s in (1, 2) for r in scores.values()])
     table = task.table(evals, {"m": {"parameters": 10, "steps": 5}}, ["m"], data)
-    assert table.loc[0, "generated-test.m_acc"] == 100.0
-    assert "trained on `generated-train`" in task.markdown(table, data)
+    assert table.loc[0, "generated-test.m_acc"] == 1.0 and table.loc[0, "seeds"] == 2
+    paper = published("algolisp").row_for("tp_n2f")
+    markdown = task.markdown(table, data, {"m": paper}, budget="5 steps of batch 2")
+    assert "trained on `generated-train`" in markdown and "2 seeds per model" in markdown
+    assert "100.00% ± 0.00 (paper 93.06%, Δ +6.94)" in markdown  # M-Acc (test) beside the paper's TP-N2F
     with pytest.raises(TpreproError, match="'other' has no generated-test/acc row"):
         task.table(evals, {"other": {"parameters": 1, "steps": 1}}, ["other"], data)
 
 
 def test_algolisp_release_source_reads_metaset3_jsonl(tmp_path):
     """`source: release` reads JSONL files of the official schema: the real record plus generated ones."""
-    from tprepro.algolisp.generator import generate
-    from tprepro.algolisp.release import write_jsonl
+    from tprepro.experiments.n2f.algolisp.generator import generate
+    from tprepro.experiments.n2f.algolisp.release import write_jsonl
 
     real = (SHARED_DATA / "algolisp/example_record.jsonl").read_text()
     write_jsonl(generate(5, seed=9), tmp_path / "train.jsonl")

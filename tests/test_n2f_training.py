@@ -9,11 +9,11 @@ import torch
 from helpers import SHARED_DATA, load_default_params, write_dataset, write_params
 from test_trainer import assert_resume_equals_uninterrupted
 from test_trainer import make_job as trainer_job
-from tprepro.config import load_params
+from tprepro.params import load_params
 from tprepro.data.shards import open_dataset
-from tprepro.data.tuple_vocab import build_tuple_vocab
+from tprepro.experiments.n2f.tuple_vocab import build_tuple_vocab
 from tprepro.errors import TpreproError
-from tprepro.mathqa.release import SCHEMA, load_release
+from tprepro.experiments.n2f.mathqa.release import SCHEMA, load_release
 from tprepro.models.config import resolve_model_config
 from tprepro.models.registry import build_model
 from tprepro.train.trainer import TrainJob, optimizer_step
@@ -56,7 +56,7 @@ def test_summed_loss_with_the_ddp_weight_equals_the_mean_loss(mathqa):
 
 
 def test_stage_checks_name_the_key(tmp_path):
-    from tprepro.n2f_stages import train_stage
+    from tprepro.experiments.n2f.stages import train_stage
 
     params = load_default_params()
     params["n2f"]["tasks"] = ["mathqa"]

@@ -11,7 +11,8 @@ import sys
 import pandas as pd
 import pytest
 
-from helpers import copy_project, load_default_params, micro_n2f, micro_two_variable, tool_env, write_params
+from helpers import (copy_project, load_default_params, micro_n2f, micro_summarization, micro_two_variable, tool_env,
+                     write_params)
 
 pytestmark = pytest.mark.slow
 
@@ -26,6 +27,7 @@ def micro_params() -> dict:
     for entry in params["models"].values():
         entry.update(d_model=16, n_heads=2, d_ff=32)
     micro_n2f(params)  # no N2F task here: tests/test_n2f_pipeline.py runs them
+    micro_summarization(params)  # one dataset; tests/test_summarization_pipeline.py runs all four
     return micro_two_variable(params)  # `rule all` / `dvc repro` run that experiment too
 
 
@@ -107,7 +109,8 @@ def test_snakemake_pipeline_end_to_end(project, generate_python):
     params["models"]["tp_transformer"]["d_ff"] = 24  # one model's setting
     write_params(root / "params.yaml", params)
     jobs = planned_jobs(snakemake(root, generate_python, "-n"))
-    assert jobs == {"all": 1, "evaluate": 1, "tables": 1, "train": 1}
+    assert jobs == {"all": 1, "evaluate": 1, "tables": 1, "train": 1, "interpret_mathematics": 1,
+                    "interpret_reconstruction": 1}
     plan = snakemake(root, generate_python, "-n", "-p")
     assert "--model tp_transformer" in plan and "--model transformer " not in plan
 
@@ -124,4 +127,5 @@ def test_dvc_pipeline_end_to_end(project, generate_python):
     status = json.loads(dvc(root, generate_python, "status", "--json").strip().splitlines()[-1])
     assert set(status) == {"train@tp_transformer-1"}
     rerun = re.findall(r"Running stage '([^']+)'", dvc(root, generate_python, "repro"))
-    assert set(rerun) == {"train@tp_transformer-1", "evaluate@tp_transformer-1", "tables"}
+    assert set(rerun) == {"train@tp_transformer-1", "evaluate@tp_transformer-1", "tables",
+                          "interpret_mathematics@tp_transformer-1", "interpret_reconstruction"}

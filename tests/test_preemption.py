@@ -7,6 +7,7 @@ import time
 import pytest
 import torch
 
+from tprepro.train.checkpoint import load_checkpoint
 from tprepro.train.preemption import REQUEUE_EXIT
 
 from training_project import loss_history, make_workspace, start_training, summary, train, weights
@@ -41,7 +42,7 @@ def test_signal_checkpoints_requeues_and_resume_equals_uninterrupted(workspace, 
     assert process.returncode == REQUEUE_EXIT, out[-4000:]
     assert f"stopped by {signal.Signals(signum).name}" in out
     assert not (run / "model" / "model.pt").exists()
-    stopped_at = torch.load(run / "checkpoints" / "checkpoint.pt", weights_only=False)["step"]
+    stopped_at = load_checkpoint(run / "checkpoints" / "checkpoint.pt")["step"]
     assert 10 <= stopped_at < STEPS
 
     train(workspace, run)  # the requeued attempt

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tprepro.data.release import load_release
+from tprepro.experiments.mathematics.release import load_release
 from tprepro.data.shards import iter_rows, open_dataset
-from tprepro.data.stage import run_data_stage
+from tprepro.experiments.mathematics.data_stage import run_data_stage
 from tprepro.errors import TpreproError
 
 PAIRS = [

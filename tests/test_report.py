@@ -4,7 +4,8 @@ import pandas as pd
 import pytest
 
 from tprepro.errors import TpreproError
-from tprepro.report.figures import module_figure
+from tprepro.experiments.mathematics.figures import module_figure
+from tprepro.report.published import published
 from tprepro.report.tables import module_table, read_eval, table1, table1_markdown
 
 
@@ -35,17 +36,41 @@ def test_seeds_are_pooled_per_module(evals):
     assert (row.n, row.correct, row.accuracy) == (20, 19, 0.95)
 
 
-def test_table1_averages_modules_and_counts_those_above_threshold(evals):
+def test_table1_averages_modules_per_seed_then_over_seeds(evals):
     training = {"tp": {"parameters": 1000, "steps": 5}, "base": {"parameters": 900, "steps": 5}}
-    table = table1(module_table(evals), training, threshold=0.9).set_index("model")
+    table = table1(evals, training, threshold=0.9).set_index("model")
     tp = table.loc["tp"]
-    assert tp.interpolation_acc == pytest.approx((0.95 + 0.5) / 2)
-    assert tp.interpolation_above == 1  # module a at 95%
+    # seed 1: modules a 100%, b 50% -> 75%; seed 2: 90%, 50% -> 70%
+    assert tp.interpolation_acc == pytest.approx(0.725)
+    assert tp.interpolation_acc_std == pytest.approx(pd.Series([0.75, 0.70]).std())
+    assert tp.interpolation_above == 0.5  # module a: 100% in seed 1, exactly 90% (not above) in seed 2
     assert tp.extrapolation_acc == pytest.approx(0.3) and tp.extrapolation_above == 0
-    assert tp.train_acc == pytest.approx((1.0 + 0.75) / 2)
-    assert table.loc["base"].interpolation_above == 0
-    markdown = table1_markdown(table.reset_index(), 0.9, n_interp=2, n_extrap=1)
-    assert "| tp | 0.00M | 5 | 87.50% | 72.50% | 1 | 30.00% | 0 |" in markdown
+    assert tp.train_acc == pytest.approx((0.75 + 1.0) / 2) and tp.seeds == 2
+    base = table.loc["base"]
+    assert base.seeds == 1 and pd.isna(base.interpolation_acc_std)
+
+
+def test_table1_markdown_shows_seeds_and_the_published_numbers(evals):
+    training = {"tp": {"parameters": 1000, "steps": 5}, "base": {"parameters": 900, "steps": 5}}
+    table = table1(evals, training, threshold=0.9)
+    papers = {"tp": published("mathematics").row_for("tp_transformer", "continuous_role"), "base": None}
+    markdown = table1_markdown(table, 0.9, n_interp=2, n_extrap=1, papers=papers, budget="5 steps of batch 2")
+    std = pd.Series([0.75, 0.70]).std() * 100
+    assert f"| tp | 0.00M | 5 | 87.50% ± 17.68 (paper 87.25%, Δ +0.25) | 72.50% ± {std:.2f} (paper 80.67%, Δ -8.17) |" \
+        in markdown
+    assert "| base | 0.00M | 5 | 12.50% | 20.00% | 0 | 0.00% | 0 |" in markdown  # one seed: no ±, no paper row
+    assert "1–2 seeds per model" in markdown and "ours: 5 steps of batch 2" in markdown
+    assert "Schlag et al. (2019), Table 1" in markdown and "tp: TP-Transformer (ours), 700k steps" in markdown
+
+
+def test_published_rows_match_architecture_and_binding():
+    paper = published("mathematics")
+    assert paper.row_for("tp_transformer", "continuous_role").values["interpolation_acc"] == 0.8067
+    assert paper.row_for("tp_transformer", "discrete_role") is None  # TPT-d is not Table 1's model
+    assert paper.row_for("universal_transformer") is None
+    assert published("two_variable").row_for("adaptive_universal_transformer").values["a-b"] == 0.99
+    with pytest.raises(TpreproError, match="no published numbers for 'nope'"):
+        published("nope")
 
 
 def test_figure_is_a_png(evals, tmp_path):

@@ -79,9 +79,9 @@ def test_corrupt_shard_detected_with_verify(tmp_path):
     data = bytearray(paths[0].read_bytes())
     data[len(data) // 2] ^= 0xFF
     paths[0].write_bytes(bytes(data))
-    open_dataset(tmp_path)  # without verify only existence is checked
+    open_dataset(tmp_path, verify=False)  # without verify only existence is checked
     with pytest.raises(TpreproError, match="corrupt") as exc:
-        open_dataset(tmp_path, verify=True)
+        open_dataset(tmp_path)
     assert str(paths[0]) in str(exc.value)
 
 
@@ -95,7 +95,7 @@ def test_empty_dataset(tmp_path):
 def test_non_parquet_shard(tmp_path):
     paths = _make_dataset(tmp_path, sizes=(2,))
     paths[0].write_text("question,answer\n1+1,2\n", encoding="utf-8")
-    dataset = open_dataset(tmp_path)  # without verify the content is not read
+    dataset = open_dataset(tmp_path, verify=False)  # without verify the content is not read
     with pytest.raises(TpreproError, match="not a readable parquet shard") as exc:
         list(iter_rows(dataset))
     assert str(paths[0]) in str(exc.value)

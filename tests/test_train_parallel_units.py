@@ -6,7 +6,7 @@ import signal
 import pytest
 import torch
 
-from tprepro.config import TrainConfig
+from tprepro.params import TrainConfig
 from tprepro.data.batching import BatchStream
 from tprepro.errors import TpreproError
 from tprepro.models.config import resolve_model_config
@@ -52,7 +52,7 @@ def test_sigterm_checkpoints_at_the_step_boundary_and_resume_is_exact(data, tmp_
 
 def test_token_weighted_shards_sum_to_the_global_token_mean(data):
     dataset, vocab = data
-    batch = next(iter(BatchStream(dataset.files, vocab, 7, 8, seed=1, open_shards=2)))
+    batch = next(iter(BatchStream(dataset.files, vocab, 7, 8, seed=1, read_rows=16)))
     torch.manual_seed(0)
     model = build_model(resolve_model_config("transformer_tiny", {"d_model": 16, "n_heads": 2}),
                         len(vocab), vocab.pad_id)
@@ -70,7 +70,7 @@ def test_token_weighted_shards_sum_to_the_global_token_mean(data):
 
 def config(**speed) -> TrainConfig:
     return TrainConfig(steps=1, batch_size=1, lr=1e-3, betas=(0.9, 0.99), grad_clip=1.0, warmup_steps=0,
-                       checkpoint_every=1, log_every=1, bucket_width=8, open_shards=1, device="cpu",
+                       checkpoint_every=1, log_every=1, bucket_width=8, shuffle_buffer=8, read_rows=8, device="cpu",
                        threads=1, **speed)
 
 
@@ -115,7 +115,7 @@ def test_auxiliary_loss_is_found_through_ddp_and_compile_wrappers(data, tmp_path
     from tprepro.train.trainer import optimizer_step, unwrap
 
     dataset, vocab = data
-    batch = next(iter(BatchStream(dataset.files, vocab, 4, 8, seed=1, open_shards=2)))
+    batch = next(iter(BatchStream(dataset.files, vocab, 4, 8, seed=1, read_rows=16)))
     model = WithAuxiliary(len(vocab))
     assert unwrap(torch.compile(model)) is model  # wrapping only: nothing is compiled
     dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)

@@ -6,8 +6,8 @@ import torch
 from helpers import write_dataset
 from tprepro.data.batching import BatchStream, count_targets
 from tprepro.data.shards import open_dataset
-from tprepro.data.tuple_vocab import TupleVocab, build_tuple_vocab
-from tprepro.data.tuples import (ARG_NONE, ARG_PAD, NO_ARG, REL_BOS, REL_EOS, REL_PAD, format_program, pad_tuple,
+from tprepro.experiments.n2f.tuple_vocab import TupleVocab, build_tuple_vocab
+from tprepro.experiments.n2f.tuples import (ARG_NONE, ARG_PAD, NO_ARG, REL_BOS, REL_EOS, REL_PAD, format_program, pad_tuple,
                                  parse_program, strip_tuple)
 from tprepro.errors import TpreproError
 
@@ -66,12 +66,12 @@ def test_batch_stream_streams_tuple_batches_and_resumes_exactly(tmp_path):
              "difficulty": ""} for i in range(60)]
     dataset = open_dataset(write_dataset(tmp_path / "d", rows, rows_per_shard=20))
     vocab = build_tuple_vocab(((r["question"], r["answer"]) for r in rows), arity=2)
-    stream = BatchStream(dataset.files, vocab, batch_size=4, bucket_width=16, seed=3, open_shards=2)
+    stream = BatchStream(dataset.files, vocab, batch_size=4, bucket_width=16, seed=3, read_rows=16)
     batches = iter(stream)
     next(batches)
     state = stream.state_dict()
     expected = [next(batches) for _ in range(5)]
-    resumed = iter(BatchStream(dataset.files, vocab, 4, 16, seed=3, open_shards=2, state=state))
+    resumed = iter(BatchStream(dataset.files, vocab, 4, 16, seed=3, read_rows=16, state=state))
     for want in expected:
         got = next(resumed)
         assert got.tgt_out.dim() == 3

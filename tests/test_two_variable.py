@@ -14,17 +14,18 @@ import pandas as pd
 import pytest
 
 from tprepro.cli import main
-from tprepro.config import load_params, validate_params
+from tprepro.params import load_params, validate_params
 from tprepro.data.shards import iter_rows, open_dataset
-from tprepro.data.two_variable import SPACE, TYPES, decode, permute, problems, write_two_variable
+from tprepro.experiments.two_variable.data import SPACE, TYPES, decode, permute, problems, write_two_variable
 from tprepro.errors import TpreproError
-from tprepro.report.two_variable import type_table, type_table_markdown
+from tprepro.experiments.two_variable.table import type_table, type_table_markdown
+from tprepro.report.published import published
 
 from helpers import REPO, load_default_params, write_params
 
 SETTINGS = {"seed": 3, "size": 600, "test_fraction": 0.1, "rows_per_shard": 200}
 QUESTION = re.compile(r"^([xy]) = (-?\d+), ([xy]) = (-?\d+), ([xy])([-+*])([xy])$")
-WRITE = "import sys, json; from tprepro.data.two_variable import write_two_variable as w; w(sys.argv[1], **json.loads(sys.argv[2]))"
+WRITE = "import sys, json; from tprepro.experiments.two_variable.data import write_two_variable as w; w(sys.argv[1], **json.loads(sys.argv[2]))"
 
 
 @pytest.fixture(scope="module")
@@ -127,13 +128,18 @@ def test_table_has_a_column_per_type_and_time_relative_to_the_first_model():
     training = {"transformer": {"parameters": 1000, "steps": 6, "wall_seconds": 2.0, "resumed_from": None},
                 "ut": {"parameters": 900, "steps": 6, "wall_seconds": 3.5, "resumed_from": 3}}  # 3 steps timed
     table = type_table(evals, training)
-    assert list(table.columns) == ["model", "parameters", "steps", *TYPES, "overall", "seconds_per_step",
-                                   "train_seconds", "time_vs_first"]
+    assert {"model", "parameters", "steps", "seeds", *TYPES, "overall", "overall_std", "seconds_per_step",
+            "train_seconds", "time_vs_first"} <= set(table.columns)
     ut = table.set_index("model").loc["ut"]
     assert (ut["a+a"], ut["a-a"], ut["overall"], ut["train_seconds"]) == (0.5, 0.0, 45 / 60, 7.0)
     assert ut["time_vs_first"] == pytest.approx(3.5)  # 3.5/3 s per step against 2/6
-    assert "| ut | 0.00M | 6 | 0.50 | 0.00 | 1.00 |" in type_table_markdown(table)
-    with pytest.raises(TpreproError, match=r"ut: no rows for expression types \['a\*b'\]"):
+    papers = {"transformer": published("two_variable").row_for("transformer"), "ut": None}
+    markdown = type_table_markdown(table, papers, budget="6 steps of batch 2")
+    assert "| ut | 0.00M | 6 | 50.00% | 0.00% | 100.00% |" in markdown  # one seed: no ±; no paper row
+    assert "| transformer | 0.00M | 6 | 100.00% (paper 100.00%, Δ +0.00) | 0.00% (paper 100.00%, Δ -100.00) |" \
+        in markdown
+    assert "1 seed per model; ours: 6 steps of batch 2" in markdown and "Wangperawong (2018), Table 3" in markdown
+    with pytest.raises(TpreproError, match=r"ut \(seed 1\): no rows for expression types \['a\*b'\]"):
         type_table(evals[~((evals.model == "ut") & (evals.module == "a*b"))], training)
 
 

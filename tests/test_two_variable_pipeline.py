@@ -7,7 +7,7 @@ import sys
 import pandas as pd
 import pytest
 
-from tprepro.data.two_variable import TYPES
+from tprepro.experiments.two_variable.data import TYPES
 
 from helpers import copy_project, load_default_params, micro_n2f, micro_two_variable, tool_env, write_params
 
@@ -32,13 +32,14 @@ def test_two_variable_table_from_snakemake(tmp_path):
     snakemake(root, TARGET)
     table = pd.read_csv(root / "results/tables/two_variable_types.csv")
     assert table["model"].tolist() == models
-    assert list(table.columns) == ["model", "parameters", "steps", *TYPES, "overall", "seconds_per_step",
-                                   "train_seconds", "time_vs_first"]
+    assert {"model", "parameters", "steps", "seeds", *TYPES, "overall", "overall_std", "seconds_per_step",
+            "train_seconds", "time_vs_first"} <= set(table.columns)
     assert (table["steps"] == 6).all() and table[[*TYPES, "overall"]].apply(lambda c: c.between(0, 1)).all().all()
     assert (table["train_seconds"] > 0).all() and table["time_vs_first"].iloc[0] == 1.0
     assert table["a-a"].notna().all()  # every type has test rows
     markdown = (root / "results/tables/two_variable_types.md").read_text()
     assert "| model | weights | steps | a+a | a−a | a×a | a+b | a−b | a×b | overall |" in markdown
+    assert "(paper 100.00%, Δ" in markdown and "Wangperawong (2018), Table 3" in markdown
     assert json.loads((root / "results/two_variable_metrics.json").read_text()).keys() == set(models)
     evals = pd.read_csv(root / "two_variable/eval/ut.csv")
     assert evals["module"].tolist() == list(TYPES) and evals["n"].sum() == 24  # 10% of 240

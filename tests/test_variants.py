@@ -11,7 +11,7 @@ import torch
 
 from tprepro.errors import TpreproError
 from tprepro.evaluate.decode import greedy_decode
-from tprepro.evaluate.roles import role_sharpness
+from tprepro.evaluate.roles import role_sharpness, sharpness_metrics
 from tprepro.models import build_model, list_presets, resolve_model_config
 from tprepro.models.act import AdaptiveComputation
 from tprepro.models.attention import MultiHeadAttention
@@ -123,6 +123,12 @@ def test_role_sharpness_counts_real_positions_only():
     src_tokens = sum(len(q) + 2 for q, _ in rows)
     tgt_tokens = sum(len(a) + 1 for _, a in rows)
     assert random_roles["role_distributions"] == 4 * (2 * src_tokens + 4 * tgt_tokens)
+    per_layer = random_roles["per_layer"]
+    assert list(per_layer) == ["enc0.self", "enc1.self", "dec0.self", "dec0.cross", "dec1.self", "dec1.cross"]
+    assert all(per_layer[f"enc{i}.self"]["role_distributions"] == 4 * src_tokens for i in (0, 1))
+    assert all(layer["role_distributions"] == 4 * tgt_tokens for key, layer in per_layer.items() if "dec" in key)
+    sharp = sum(layer["role_sharpness"] * layer["role_distributions"] for layer in per_layer.values())
+    assert sharp / random_roles["role_distributions"] == pytest.approx(random_roles["role_sharpness"])
     with torch.no_grad():
         for module in model.modules():
             if isinstance(module, DiscreteRoleBinding):
@@ -133,6 +139,27 @@ def test_role_sharpness_counts_real_positions_only():
             if isinstance(module, DiscreteRoleBinding):
                 module.role_scores.weight[0::3].fill_(100.0)  # role 0 of every head dominates ...
     assert role_sharpness(model, vocab, rows, batch_size=3)["role_sharpness"] > 0.4  # ... where f sums > 0
+    with torch.no_grad():  # only the first decoder cross-attention stays sharp
+        for name, module in model.named_modules():
+            if isinstance(module, DiscreteRoleBinding) and not name.startswith("decoder.0.cross_attn"):
+                module.role_scores.weight.zero_()
+    result = role_sharpness(model, vocab, rows, batch_size=3)
+    shares = {key: layer["role_sharpness"] for key, layer in result["per_layer"].items()}
+    assert shares.pop("dec0.cross") > 0.4 and set(shares.values()) == {0.0}
+    metrics = sharpness_metrics(result)
+    assert metrics["role_sharpness"] == result["role_sharpness"] and metrics["role_sharpness/enc1.self"] == 0.0
+    assert len(metrics) == 7
+
+
+def test_role_sharpness_names_shared_cells_by_step():
+    from tprepro.data.vocab import Vocab
+
+    vocab = Vocab(("<pad>", "<s>", "</s>", "<unk>", *"0123456789+- ?Whatis"))
+    cfg = resolve_model_config("ut_tiny", {"binding": "discrete_role", "d_role": 16, "n_roles": 3, "ut_steps": 3})
+    model = build_model(cfg, len(vocab), vocab.pad_id)
+    result = role_sharpness(model, vocab, [("What is 1+2?", "3")], batch_size=1)
+    assert list(result["per_layer"]) == ["enc0.self", "enc1.self", "enc2.self", "dec0.self", "dec0.cross",
+                                         "dec1.self", "dec1.cross", "dec2.self", "dec2.cross"]
 
 
 # ---- full tensor product (appendix A) -------------------------------------------------------------
@@ -368,4 +395,4 @@ def test_variant_config_errors_name_the_key(preset, overrides, message):
 
 def test_lstm_accepts_only_pytorch_init():
     with pytest.raises(TpreproError, match=r"model\.init: arch lstm supports only 'pytorch'"):
-        build_model(resolve_model_config("lstm_tiny", {"init": "paper"}), VOCAB, PAD)
+        build_model(resolve_model_config("lstm_tiny", {"init": "authors"}), VOCAB, PAD)

@@ -34,7 +34,7 @@ def test_every_variant_through_snakemake(tmp_path, generate_python):
     params = micro_params()
     params["grid"]["models"] = list(VARIANTS)
     params["models"] = VARIANTS
-    params["train"].update(steps=6, checkpoint_every=6, log_every=3)
+    params["train"].update(steps=6, checkpoint_every=3, log_every=3)
     write_params(root / "params.yaml", params)
 
     snakemake(root, generate_python, "tables")
@@ -58,4 +58,11 @@ def test_every_variant_through_snakemake(tmp_path, generate_python):
     experiment = client.get_experiment_by_name(params["mlflow"]["experiment"])
     runs = {r.info.run_name: r for r in client.search_runs([experiment.experiment_id])}
     assert runs["tpt_d-s1"].data.metrics["role_sharpness"] == pytest.approx(sharpness["role_sharpness"])
+    for sublayer, layer in sharpness["per_layer"].items():  # enc0.self, ..., dec1.cross
+        metric = runs["tpt_d-s1"].data.metrics[f"role_sharpness/{sublayer}"]
+        assert metric == pytest.approx(layer["role_sharpness"])
+    assert {"enc0.self", "dec0.self", "dec0.cross"} <= set(sharpness["per_layer"])
     assert "role_sharpness" not in runs["transformer-s1"].data.metrics
+    # also a training-time metric: logged at every checkpoint (steps 3 and 6), then by evaluation
+    history = client.get_metric_history(runs["tpt_d-s1"].info.run_id, "role_sharpness/enc0.self")
+    assert {m.step for m in history} == {3, 6} and len(history) == 3

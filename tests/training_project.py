@@ -13,14 +13,17 @@ import torch
 from helpers import arithmetic_rows, load_default_params, tool_env, write_dataset, write_params
 from tprepro.data.shards import open_dataset
 from tprepro.data.vocab import build_vocab
+from tprepro.train.checkpoint import load_checkpoint
 
 MODULE = "arithmetic__add_or_sub"
 
 
 def make_workspace(root: Path, **train) -> Path:
-    """root/params.yaml, root/data/train-easy/<MODULE>, root/vocab.json; `train` overrides train:."""
+    """root/params.yaml, root/data/{train-easy,interpolate}/<MODULE>, root/vocab.json; `train` overrides train:."""
     dataset = open_dataset(write_dataset(root / "data" / "train-easy" / MODULE,
                                          arithmetic_rows(600, seed=3), rows_per_shard=100))
+    write_dataset(root / "data" / "interpolate" / MODULE, arithmetic_rows(40, seed=4, split="interpolate"),
+                  rows_per_shard=40)
     build_vocab([dataset]).save(root / "vocab.json")
     params = load_default_params()
     params["grid"].update(modules=[MODULE], models=["transformer"])
@@ -35,7 +38,7 @@ def train_command(workspace: Path, run: Path) -> list[str]:
     return [sys.executable, "-m", "tprepro", "train", "--params", str(workspace / "params.yaml"),
             "--model", "transformer", "--seed", "1", "--train", str(workspace / "data" / "train-easy"),
             "--vocab", str(workspace / "vocab.json"), "--out", str(run / "model"),
-            "--checkpoints", str(run / "checkpoints")]
+            "--checkpoints", str(run / "checkpoints"), "--heldout", str(workspace / "data" / "interpolate")]
 
 
 def start_training(workspace: Path, run: Path, **env) -> subprocess.Popen:
@@ -53,7 +56,7 @@ def train(workspace: Path, run: Path, **env) -> str:
 
 
 def weights(run: Path) -> dict[str, torch.Tensor]:
-    return torch.load(run / "model" / "model.pt", weights_only=False)["model"]
+    return load_checkpoint(run / "model" / "model.pt")["model"]
 
 
 def summary(run: Path) -> dict:

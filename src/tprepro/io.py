@@ -1,4 +1,9 @@
-"""Atomic file writes: a reader never sees a half-written file."""
+"""Atomic file writes: a reader never sees a half-written file, a crash never loses a finished one.
+
+Every write goes to a temporary path beside its target, is flushed to disk (fsync of the file,
+then of the directory after the rename) and only then replaces the target. An OSError on the way
+(disk full, read-only file system, file too large) becomes a TpreproError naming the target.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +12,46 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Mapping
+
+from tprepro.errors import TpreproError
 
 # mkstemp/mkdtemp create private (0600/0700) entries; published files get the usual modes.
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 FILE_MODE = 0o666 & ~_UMASK
 DIR_MODE = 0o777 & ~_UMASK
+
+
+def fsync_file(path: str | os.PathLike) -> None:
+    """Flush a written file's data to disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_directory(path: str | os.PathLike) -> None:
+    """Flush a directory's entries (a rename into it) to disk."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_tree(root: Path) -> None:
+    for directory, _, files in os.walk(root):
+        for name in files:
+            fsync_file(Path(directory) / name)
+        fsync_directory(directory)
+
+
+def write_error(target: Path, exc: OSError) -> TpreproError:
+    """The TpreproError for an OSError met while writing `target` (disk full, read-only, ...)."""
+    reason = exc.strerror or str(exc)
+    return TpreproError(f"{target}: cannot write ({reason})")
 
 
 @contextlib.contextmanager
@@ -23,16 +61,22 @@ def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
     On any exception the temporary file is removed and `target` is untouched.
     """
     target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
-    tmp_path = Path(tmp)
+    tmp_path = None
     try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        os.close(fd)
+        tmp_path = Path(tmp)
         yield tmp_path
+        fsync_file(tmp_path)
         os.chmod(tmp_path, FILE_MODE)
         os.replace(tmp_path, target)
+        fsync_directory(target.parent)
+    except OSError as exc:
+        raise write_error(target, exc) from exc
     finally:
-        tmp_path.unlink(missing_ok=True)
+        if tmp_path is not None:
+            tmp_path.unlink(missing_ok=True)
 
 
 def atomic_write_text(target: str | os.PathLike, text: str) -> None:
@@ -41,25 +85,93 @@ def atomic_write_text(target: str | os.PathLike, text: str) -> None:
         tmp.write_text(text, encoding="utf-8")
 
 
+def clean_stale_directories(target: str | os.PathLike) -> list[Path]:
+    """Remove the hidden temporary directories an earlier, killed `atomic_directory(target)` left.
+
+    `.<name>.XXXX.tmp/` holds partial output and is deleted. `.<name>.old/` is a finished
+    earlier version: restored as `target` when a kill fell between the two renames (target
+    missing), deleted otherwise. Returns what was deleted. One writer per target is assumed
+    (as Snakemake and DVC guarantee).
+    """
+    target = Path(target)
+    if not target.parent.is_dir():
+        return []
+    old = target.with_name(f".{target.name}.old")
+    removed = []
+    if old.is_dir() and not target.exists():
+        os.replace(old, target)
+    elif old.exists():
+        shutil.rmtree(old)
+        removed.append(old)
+    for stale in target.parent.glob(f".{target.name}.*.tmp"):
+        if stale.is_dir() and not stale.is_symlink():
+            shutil.rmtree(stale)
+            removed.append(stale)
+    return removed
+
+
 @contextlib.contextmanager
 def atomic_directory(target: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary directory beside `target`; swap it into place on success.
 
-    An existing `target` is replaced only after the new content is complete.
+    An existing `target` is replaced only after the new content is complete and on disk.
+    Temporary directories left by an earlier killed writer are cleaned first.
     """
     target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    tmp = None
     try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        for stale in clean_stale_directories(target):
+            print(f"removed {stale} (left by an interrupted earlier run)", flush=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
         yield tmp
+        _fsync_tree(tmp)
         os.chmod(tmp, DIR_MODE)
         if target.exists():
             old = target.with_name(f".{target.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
             os.replace(target, old)
             os.replace(tmp, target)
+            fsync_directory(target.parent)
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(tmp, target)
+            fsync_directory(target.parent)
+    except OSError as exc:
+        raise write_error(target, exc) from exc
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def atomic_files(targets: Mapping[str, str | os.PathLike]) -> Iterator[dict[str, Path]]:
+    """Yield {key: temporary path} for several outputs; on success replace them all, else none.
+
+    The files are written into one hidden temporary directory beside the first target, flushed,
+    and only then renamed onto their targets one by one (same file system: each rename is
+    atomic). An exception while writing leaves every target as it was.
+    """
+    paths = {key: Path(p) for key, p in targets.items()}
+    first = next(iter(paths.values()))
+    staging = None
+    try:
+        for path in paths.values():
+            path.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{first.name}.", suffix=".files.tmp", dir=first.parent))
+        temporary = {key: staging / f"{index}-{path.name}" for index, (key, path) in enumerate(paths.items())}
+        yield temporary
+        missing = [str(paths[key]) for key, tmp in temporary.items() if not tmp.is_file()]
+        if missing:
+            raise TpreproError(f"{', '.join(missing)}: not written (no output is replaced)")
+        for tmp in temporary.values():
+            fsync_file(tmp)
+            os.chmod(tmp, FILE_MODE)
+        for key, tmp in temporary.items():
+            os.replace(tmp, paths[key])
+        for directory in {path.parent for path in paths.values()}:
+            fsync_directory(directory)
+    except OSError as exc:
+        raise write_error(first, exc) from exc
+    finally:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)

@@ -13,7 +13,14 @@ group: all stages of one `dvc repro` share it, and the tables stage closes it.
 
 With a server, requests give up after a few quick retries (the MLFLOW_HTTP_*
 defaults below; the environment overrides them) and a run then falls back to
-the local store (see `Run`).
+the local store (see `Run`). Tracking never fails a stage: a server that does
+not answer (at Snakemake's start, during or at the end of a stage) means the
+local store and one warning; a store that fails otherwise (e.g. a corrupt
+mlflow.db) means one warning naming it, and the stage goes on untracked.
+
+The local store is recorded as the project-relative `sqlite:///mlflow.db`
+(checkpoints, train_metrics.json), so a copied or moved project keeps writing
+into its own store.
 """
 
 from __future__ import annotations
@@ -39,12 +46,46 @@ SERVER_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_
                    "MLFLOW_HTTP_REQUEST_TIMEOUT": "15"}
 
 
+PORTABLE_LOCAL_URI = f"sqlite:///{DEFAULT_DB}"  # what checkpoints record for the local store
+
+
 def local_uri() -> str:
     return f"sqlite:///{Path(DEFAULT_DB).resolve()}"
 
 
 def tracking_uri() -> str:
     return os.environ.get("MLFLOW_TRACKING_URI") or local_uri()
+
+
+def portable_uri(uri: str) -> str:
+    """The URI to record: this project's local store as the relative `sqlite:///mlflow.db`."""
+    return PORTABLE_LOCAL_URI if uri == local_uri() else uri
+
+
+def resolve_uri(uri: str | None) -> str:
+    """A recorded URI to use: the relative local store means this directory's store."""
+    if not uri:
+        return tracking_uri()
+    return local_uri() if uri == PORTABLE_LOCAL_URI else uri
+
+
+def server_unreachable(uri: str, exc: BaseException) -> bool:
+    """A tracking server that does not answer (not a rejected request, not the local store)."""
+    return not uri.startswith("sqlite:") and str(exc).startswith("API request to")
+
+
+def describe_store(uri: str) -> str:
+    """The store as a user finds it: the database file for sqlite, else the URI."""
+    return uri[len("sqlite:///"):] if uri.startswith("sqlite:///") else uri
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return (text.splitlines()[0] if text else type(exc).__name__)[:300]
+
+
+def warn(message: str) -> None:
+    print(f"WARNING: {message}", file=sys.stderr, flush=True)
 
 
 @contextlib.contextmanager
@@ -99,27 +140,49 @@ def parent_run_id(client, experiment_id: str) -> str:
                              tags={INVOCATION_TAG: key, "git_commit": git_commit()}).info.run_id
 
 
-def start_parent_run(experiment: str, name: str) -> str:
-    """A parent run for one pipeline invocation (Snakemake's onstart); returns its id."""
-    client, experiment_id = client_and_experiment(experiment)
-    return client.create_run(experiment_id, run_name=name, tags={"git_commit": git_commit()}).info.run_id
+def start_parent_run(experiment: str, name: str) -> str | None:
+    """A parent run for one pipeline invocation (Snakemake's onstart); returns its id.
+
+    A server that does not answer: one warning, the local store for this run and (through
+    MLFLOW_TRACKING_URI) every job of the invocation. A store that fails otherwise: one
+    warning naming it and None (no parent run; jobs then report their own tracking trouble).
+    """
+    uri = tracking_uri()
+    try:
+        client, experiment_id = client_and_experiment(experiment, uri)
+        return client.create_run(experiment_id, run_name=name, tags={"git_commit": git_commit()}).info.run_id
+    except Exception as exc:
+        if not server_unreachable(uri, exc):
+            warn(f"MLflow store {describe_store(uri)} failed ({_first_line(exc)}); the pipeline runs "
+                 f"without a parent run")
+            return None
+        warn(f"MLflow tracking server {uri} unreachable ({_first_line(exc)}); this invocation tracks "
+             f"into the local store {describe_store(local_uri())}")
+        os.environ["MLFLOW_TRACKING_URI"] = local_uri()
+        return start_parent_run(experiment, name)
 
 
 def finish_parent_run(experiment: str, run_id: str | None = None, status: str = "FINISHED") -> None:
     """Close the parent run: `run_id`, or the one keyed by this invocation if it exists (DVC's tables stage).
 
     Without `run_id` under Snakemake (the parent exported), nothing happens: `onsuccess:` closes it.
+    A store that fails (server down, corrupt database) costs one warning, never the stage.
     """
     if run_id is None and os.environ.get(PARENT_ENV):
         return
-    client, experiment_id = client_and_experiment(experiment)
-    if run_id is None:
-        found = client.search_runs([experiment_id], max_results=1,
-                                   filter_string=f"tags.`{INVOCATION_TAG}` = '{invocation_key()}'")
-        if not found:
-            return
-        run_id = found[0].info.run_id
-    client.set_terminated(run_id, status)
+    uri = tracking_uri()
+    try:
+        client, experiment_id = client_and_experiment(experiment, uri)
+        if run_id is None:
+            found = client.search_runs([experiment_id], max_results=1,
+                                       filter_string=f"tags.`{INVOCATION_TAG}` = '{invocation_key()}'")
+            if not found:
+                return
+            run_id = found[0].info.run_id
+        client.set_terminated(run_id, status)
+    except Exception as exc:
+        warn(f"MLflow store {describe_store(uri)}: could not end the pipeline's parent run "
+             f"{run_id or ''} ({_first_line(exc)}); its outputs are unaffected")
 
 
 def git_commit() -> str:
@@ -176,15 +239,20 @@ class Run:
                  tracking_uri: str | None = None):
         self.experiment = experiment
         self.name = name
-        self.uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or local_uri()
+        self.uri = resolve_uri(tracking_uri)
+        self.run_id: str | None = None
+        self.disabled = False  # the store failed: the rest of this run is not tracked
         self.journal: list[tuple[str, tuple]] = []  # every logging call, for replay after a fallback
         self.tags = {"git_commit": git_commit(), **{k: str(v) for k, v in (tags or {}).items()}}
         try:
             self._open(run_id)
         except Exception as exc:
-            if not self._unreachable(exc):
-                raise
-            self._fall_back(exc)
+            self._recover(exc)
+
+    @property
+    def recorded_uri(self) -> str:
+        """The store as checkpoints and train_metrics.json record it (project-relative when local)."""
+        return portable_uri(self.uri)
 
     def _open(self, run_id: str | None) -> None:
         from mlflow.entities import RunTag
@@ -200,28 +268,51 @@ class Run:
             self.client.log_batch(run_id, tags=[RunTag(k, v) for k, v in self.tags.items()])
 
     def _unreachable(self, exc: Exception) -> bool:
-        """A tracking server that does not answer (not a rejected request, not the local store)."""
-        return not self.uri.startswith("sqlite:") and str(exc).startswith("API request to")
+        return server_unreachable(self.uri, exc)
+
+    def _recover(self, exc: Exception) -> None:
+        """After a failed request: fall back to the local store once if the server is down, else stop tracking."""
+        if self._unreachable(exc):
+            try:
+                self._fall_back(exc)
+                return
+            except Exception as local_exc:
+                exc = local_exc
+        self.disabled = True
+        warn(f"MLflow store {describe_store(self.uri)} failed ({_first_line(exc)}); run '{self.name}' "
+             f"is not tracked from here on, the stage's outputs are unaffected")
 
     def _fall_back(self, exc: Exception) -> None:
-        lost = getattr(self, "run_id", None)
-        print(f"WARNING: MLflow tracking server {self.uri} unreachable ({str(exc).splitlines()[0][:200]}); "
-              f"run '{self.name}' continues in the local store {local_uri()}", file=sys.stderr, flush=True)
-        self.uri = local_uri()
+        lost = self.run_id
+        warn(f"MLflow tracking server {self.uri} unreachable ({_first_line(exc)}); "
+             f"run '{self.name}' continues in the local store {describe_store(local_uri())}")
         self.tags["tprepro.fallback_from"] = f"{os.environ.get('MLFLOW_TRACKING_URI', '')} run {lost}"
+        if os.environ.get("MLFLOW_TRACKING_URI") == self.uri:  # the rest of this process: no second wait
+            os.environ["MLFLOW_TRACKING_URI"] = local_uri()
+        self.uri = local_uri()
         self._open(None)
         for method, args in self.journal:
             getattr(self.client, method)(self.run_id, *args)
 
     def _call(self, method: str, *args) -> None:
         """client.<method>(run_id, *args), journaled; falls back to the local store once if needed."""
+        if self.disabled:
+            return
         self.journal.append((method, args))
         try:
             getattr(self.client, method)(self.run_id, *args)
         except Exception as exc:
-            if not self._unreachable(exc):
-                raise
-            self._fall_back(exc)  # replays the journal, this call included
+            self._recover(exc)  # a fallback replays the journal, this call included
+
+    def logged_steps(self, key: str) -> set[int]:
+        """Steps at which `key` is already logged in this run (empty if the store cannot say)."""
+        if self.disabled or self.run_id is None:
+            return set()
+        try:
+            return {m.step for m in self.client.get_metric_history(self.run_id, key)}
+        except Exception as exc:
+            self._recover(exc)
+            return set()
 
     def log_params(self, params: dict) -> None:
         from mlflow.entities import Param
@@ -247,6 +338,14 @@ class Run:
     def finish(self, status: str = "FINISHED") -> None:
         self._call("set_terminated", status)
 
+    def __enter__(self) -> "Run":
+        return self
+
+    def __exit__(self, kind, exc, tb) -> None:
+        """A stage that fails inside `with run:` ends the run FAILED (on success, call `finish()`)."""
+        if exc is not None:
+            self.finish("FAILED")
+
 
 class MLflowCallback(Callback):
     """Logs a training job: resolved settings, data hashes, step metrics, checkpoints.
@@ -269,20 +368,29 @@ class MLflowCallback(Callback):
                        tracking_uri=self.extra.get("mlflow_tracking_uri"))
         if self.run.run_id != run_id:  # a new run (or a fallback from the one being resumed)
             self.run.log_params(self.params)
+            self.logged: set[int] = set()
+        else:  # steps past the checkpoint that the interrupted attempt already logged
+            self.logged = {s for s in self.run.logged_steps("loss") if s > trainer.step}
         self._remember()
 
     def _remember(self) -> None:
-        self.extra.update(mlflow_run_id=self.run.run_id, mlflow_tracking_uri=self.run.uri)
+        if self.run.run_id is not None:
+            self.extra.update(mlflow_run_id=self.run.run_id, mlflow_tracking_uri=self.run.recorded_uri)
 
     def on_log(self, step: int, metrics: dict[str, float]) -> None:
+        if step in self.logged:  # replayed after a resume: the same values are already there
+            return
         self.run.log_metrics(metrics, step)
         self._remember()
 
     def on_checkpoint(self, step: int, path: Path) -> None:
-        self.run.set_tag("checkpoint", Path(path).resolve())
+        self.run.set_tag("checkpoint", path)  # as given (project-relative in the pipeline)
 
     def on_preempted(self, step: int) -> None:
         self.run.finish("KILLED")  # the requeued job reopens it as RUNNING
+
+    def on_train_failed(self, step: int, error: BaseException) -> None:
+        self.run.finish("FAILED")
 
     def on_train_end(self, summary: dict) -> None:
         numbers = {k: v for k, v in summary.items() if isinstance(v, (int, float)) and v is not None}

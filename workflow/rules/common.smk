@@ -1,10 +1,12 @@
 # Settings and paths shared by every rule.
-# `snakemake --config params=workflow/configs/paper.yaml` selects another params file.
-from tprepro.config import load_params
-from tprepro.data.modules import EXTRAPOLATE, INTERPOLATE, TRAIN_SPLITS
+# `--config params=FILE` selects another params file; `--config 'train={steps: 10}'` (any section,
+# YAML) overrides those settings, validated like the file (tprepro.params.snakemake_params).
+from tprepro.experiments import code_files
+from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE, TRAIN_SPLITS
+from tprepro.params import snakemake_params
+from tprepro.workflow import cluster_resources, module_dirs, parent
 
-PARAMS_FILE = config.get("params", "params.yaml")
-P = load_params(PARAMS_FILE)  # stops here, naming the key, if the file is invalid
+PARAMS_FILE, P = snakemake_params(config)  # stops here, naming the key, if the settings are invalid
 GRID = P["grid"]
 
 DATA = "data/mathematics"
@@ -19,24 +21,3 @@ wildcard_constraints:
     model=r"[A-Za-z0-9_]+",
     seed=r"\d+",
     run=r"[A-Za-z0-9_]+-s\d+",
-
-
-def module_dirs(splits, modules):
-    """Dataset directories of every (split, module) pair."""
-    return [f"{DATA}/{split}/{module}" for split in splits for module in modules]
-
-
-def model_settings(wildcards):
-    """The one model's settings: editing another model does not rerun this one."""
-    return P["models"][wildcards.model]
-
-
-def cluster_resources(family):
-    """SLURM resources of one rule family from params.yaml `cluster:` (read by the slurm profile)."""
-    job = P["cluster"][family]
-    resources = {"runtime": job["runtime"], "mem_mb": job["mem_mb"], "cpus_per_task": job["cpus"]}
-    if job["partition"]:
-        resources["slurm_partition"] = job["partition"]
-    if job["gpus"]:
-        resources["gpu"] = job["gpus"]
-    return resources

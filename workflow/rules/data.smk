@@ -2,6 +2,8 @@
 
 
 rule data:
+    input:
+        code=code_files("data"),
     output:
         directory(f"{DATA}/{{split}}/{{module}}"),
     params:
@@ -10,17 +12,18 @@ rule data:
         "logs/data/{split}/{module}.log",
     threads: 1
     resources:
-        **cluster_resources("data"),
+        **cluster_resources(P, "data"),
     conda:
-        "../../envs/generate.yaml"
+        "../envs/generate.yaml"
     shell:
-        "tprepro data --params {PARAMS_FILE} --split {wildcards.split} --module {wildcards.module}"
+        "tprepro data --split {wildcards.split} --module {wildcards.module}"
         " --out {output} --processes {threads} > {log} 2>&1"
 
 
 rule vocab:
     input:
-        module_dirs(TRAIN_SPLITS, GRID["modules"]),
+        module_dirs(DATA, TRAIN_SPLITS, GRID["modules"]),
+        code=code_files("vocab"),
     output:
         VOCAB,
     params:
@@ -29,8 +32,8 @@ rule vocab:
     log:
         "logs/vocab.log",
     resources:
-        **cluster_resources("vocab"),
+        **cluster_resources(P, "vocab"),
     conda:
-        "../../envs/torch.yaml"
+        "../envs/torch.yaml"
     shell:
-        "tprepro vocab --params {PARAMS_FILE} --train {params.train} --out {output} > {log} 2>&1"
+        "tprepro vocab --train {params.train} --out {output} > {log} 2>&1"

@@ -5,22 +5,25 @@ rule evaluate:
     input:
         model="models/{model}-s{seed}/model.pt",
         metrics="models/{model}-s{seed}/train_metrics.json",
-        interpolate=module_dirs([INTERPOLATE], GRID["modules"]),
-        extrapolate=module_dirs([EXTRAPOLATE], GRID["extrapolation_modules"]),
-        train=module_dirs(TRAIN_SPLITS, GRID["modules"]),
+        interpolate=module_dirs(DATA, [INTERPOLATE], GRID["modules"]),
+        extrapolate=module_dirs(DATA, [EXTRAPOLATE], GRID["extrapolation_modules"]),
+        train=module_dirs(DATA, TRAIN_SPLITS, GRID["modules"]),
+        code=code_files("evaluate"),
     output:
         "results/eval/{model}-s{seed}.csv",
     params:
         settings=P["evaluate"],
-        model_dir="models/{model}-s{seed}",
+        model_dir=lambda wildcards, input: parent(input.model),
         train_dirs=TRAIN_DIRS,
+        interpolate=lambda wildcards, input: parent(input.interpolate[0]),
+        extrapolate=lambda wildcards, input: parent(input.extrapolate[0]),
     log:
         "logs/evaluate/{model}-s{seed}.log",
     resources:
-        **cluster_resources("evaluate"),
+        **cluster_resources(P, "evaluate"),
     conda:
-        "../../envs/torch.yaml"
+        "../envs/torch.yaml"
     shell:
-        "tprepro evaluate --params {PARAMS_FILE} --model-dir {params.model_dir}"
-        " --interpolate {DATA}/{INTERPOLATE} --extrapolate {DATA}/{EXTRAPOLATE}"
+        "tprepro evaluate --model-dir {params.model_dir}"
+        " --interpolate {params.interpolate} --extrapolate {params.extrapolate}"
         " --train {params.train_dirs} --out {output} > {log} 2>&1"

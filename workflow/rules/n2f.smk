@@ -2,7 +2,7 @@
 # algolisp: Table 2): data -> gold-program quality -> train / evaluate every model in
 # n2f.models -> the task's table. Settings: params.yaml `n2f:` (its `train:` overrides
 # the top-level one, and `n2f.<task>.train` both).
-from tprepro.config import n2f_train
+from tprepro.params import n2f_train
 
 N2F = P["n2f"]
 N2F_TRAIN = n2f_train(P)
@@ -15,6 +15,8 @@ wildcard_constraints:
 
 
 rule n2f_data:
+    input:
+        code=code_files("n2f-data"),
     output:
         train=directory("data/n2f/{task}/train"),
         test=directory("data/n2f/{task}/test"),
@@ -25,11 +27,11 @@ rule n2f_data:
     log:
         "logs/n2f/{task}/data.log",
     resources:
-        **cluster_resources("data"),
+        **cluster_resources(P, "data"),
     conda:
-        "../../envs/torch.yaml"
+        "../envs/torch.yaml"
     shell:
-        "tprepro n2f-data --params {PARAMS_FILE} --task {wildcards.task} --out data/n2f/{wildcards.task}"
+        "tprepro n2f-data --task {wildcards.task} --out data/n2f/{wildcards.task}"
         " > {log} 2>&1"
 
 
@@ -37,6 +39,7 @@ rule n2f_quality:
     input:
         train="data/n2f/{task}/train",
         test="data/n2f/{task}/test",
+        code=code_files("n2f-quality"),
     output:
         "results/n2f/{task}_quality.json",
     params:
@@ -44,11 +47,11 @@ rule n2f_quality:
     log:
         "logs/n2f/{task}/quality.log",
     resources:
-        **cluster_resources("tables"),
+        **cluster_resources(P, "tables"),
     conda:
-        "../../envs/torch.yaml"
+        "../envs/torch.yaml"
     shell:
-        "tprepro n2f-quality --params {PARAMS_FILE} --task {wildcards.task} --data data/n2f/{wildcards.task}"
+        "tprepro n2f-quality --task {wildcards.task} --data data/n2f/{wildcards.task}"
         " --out {output} > {log} 2>&1"
 
 
@@ -56,6 +59,7 @@ rule n2f_train:
     input:
         train="data/n2f/{task}/train",
         vocab="data/n2f/{task}/vocab.json",
+        code=code_files("n2f-train"),
     output:
         model="n2f/models/{task}/{model}/model.pt",
         metrics="n2f/models/{task}/{model}/train_metrics.json",
@@ -70,11 +74,11 @@ rule n2f_train:
     threads: max(1, N2F_TRAIN["threads"])
     retries: N2F_TRAIN["max_requeues"]
     resources:
-        **cluster_resources("train"),
+        **cluster_resources(P, "train"),
     conda:
-        "../../envs/torch.yaml"
+        "../envs/torch.yaml"
     shell:
-        "tprepro n2f-train --params {PARAMS_FILE} --task {wildcards.task} --model {wildcards.model}"
+        "tprepro n2f-train --task {wildcards.task} --model {wildcards.model}"
         " --train {input.train} --vocab {input.vocab} --out {params.out} --checkpoints {params.checkpoints}"
         " > {log} 2>&1"
 
@@ -84,20 +88,21 @@ rule n2f_evaluate:
         model="n2f/models/{task}/{model}/model.pt",
         metrics="n2f/models/{task}/{model}/train_metrics.json",
         test="data/n2f/{task}/test",
+        code=code_files("n2f-evaluate"),
     output:
         "n2f/eval/{task}/{model}.csv",
     params:
         settings=N2F["evaluate"],
         task=lambda wildcards: {key: N2F[wildcards.task][key] for key in ("evaluate", "data")},
-        model_dir="n2f/models/{task}/{model}",
+        model_dir=lambda wildcards, input: parent(input.model),
     log:
         "logs/n2f/{task}/evaluate/{model}.log",
     resources:
-        **cluster_resources("evaluate"),
+        **cluster_resources(P, "evaluate"),
     conda:
-        "../../envs/torch.yaml"
+        "../envs/torch.yaml"
     shell:
-        "tprepro n2f-evaluate --params {PARAMS_FILE} --task {wildcards.task} --model-dir {params.model_dir}"
+        "tprepro n2f-evaluate --task {wildcards.task} --model-dir {params.model_dir}"
         " --test {input.test} --out {output} > {log} 2>&1"
 
 
@@ -106,6 +111,7 @@ rule n2f_tables:
         evals=expand("n2f/eval/{{task}}/{model}.csv", model=N2F_MODELS),
         metrics=expand("n2f/models/{{task}}/{model}/train_metrics.json", model=N2F_MODELS),
         quality="results/n2f/{task}_quality.json",
+        code=code_files("n2f-tables"),
     output:
         csv=report("results/tables/{task}.csv", caption="../report/n2f.rst", category="TP-N2F"),
         md="results/tables/{task}.md",
@@ -115,10 +121,10 @@ rule n2f_tables:
     log:
         "logs/n2f/{task}/tables.log",
     resources:
-        **cluster_resources("tables"),
+        **cluster_resources(P, "tables"),
     conda:
-        "../../envs/torch.yaml"
+        "../envs/torch.yaml"
     shell:
-        "tprepro n2f-tables --params {PARAMS_FILE} --task {wildcards.task} --eval-dir n2f/eval/{wildcards.task}"
+        "tprepro n2f-tables --task {wildcards.task} --eval-dir n2f/eval/{wildcards.task}"
         " --models-dir n2f/models/{wildcards.task} --tables-dir results/tables --metrics {output.metrics}"
         " > {log} 2>&1"

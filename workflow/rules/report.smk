@@ -1,10 +1,12 @@
-# Table 1, the per-module table and figure, logged to MLflow.
+# Table 1, the per-module table and figure and the learning curves, logged to MLflow.
 
 
 rule tables:
     input:
         evals=expand("results/eval/{run}.csv", run=RUNS),
         metrics=expand("models/{run}/train_metrics.json", run=RUNS),
+        curves=expand("models/{run}/learning_curve.csv", run=RUNS),
+        code=code_files("tables"),
     output:
         modules=report("results/tables/mathematics_modules.csv", caption="../report/modules.rst",
                        category="Mathematics Dataset"),
@@ -13,17 +15,21 @@ rule tables:
         table1_md="results/tables/table1.md",
         figure=report("results/figures/mathematics_modules.png", caption="../report/figure.rst",
                       category="Mathematics Dataset"),
+        curves=report("results/figures/learning_curves.png", caption="../report/learning_curves.rst",
+                      category="Mathematics Dataset"),
         metrics="results/metrics.json",
     params:
         settings=P["report"],
         grid=GRID,
+        budget={"steps": P["train"]["steps"], "batch_size": P["train"]["batch_size"],  # the caption's budget
+                "test_per_module": P["data"]["test_per_module"]},
     log:
         "logs/tables.log",
     resources:
-        **cluster_resources("tables"),
+        **cluster_resources(P, "tables"),
     conda:
-        "../../envs/torch.yaml"
+        "../envs/torch.yaml"
     shell:
-        "tprepro tables --params {PARAMS_FILE} --eval-dir results/eval --models-dir models"
+        "tprepro tables --eval-dir results/eval --models-dir models"
         " --tables-dir results/tables --figures-dir results/figures --metrics {output.metrics}"
         " > {log} 2>&1"

@@ -1,19 +1,26 @@
 # One training job per (model, seed); it resumes from checkpoints/<run>/ if interrupted.
 # A preempted job (SIGTERM / SLURM's USR1 warning) checkpoints and exits with
-# status 75 (tprepro.train.preemption.REQUEUE_EXIT); `retries:` re-runs it.
+# status 75 (tprepro.train.preemption.REQUEUE_EXIT); `retries:` re-runs it. Any other
+# failure is not retried: later attempts of the invocation exit at once with the
+# recorded status (tprepro.train.requeue; also for the two-variable and N2F train rules).
 
 
 rule train:
     input:
         vocab=VOCAB,
-        shards=module_dirs(TRAIN_SPLITS, GRID["modules"]),
+        shards=module_dirs(DATA, TRAIN_SPLITS, GRID["modules"]),
+        heldout=module_dirs(DATA, [INTERPOLATE], GRID["modules"]),  # the learning curve's sample
+        code=code_files("train"),
     output:
         model="models/{model}-s{seed}/model.pt",
         metrics="models/{model}-s{seed}/train_metrics.json",
+        curve="models/{model}-s{seed}/learning_curve.csv",
     params:
-        model=model_settings,
+        model=lambda wildcards: P["models"][wildcards.model],  # editing another model reruns not this one
         train=P["train"],
         train_dirs=TRAIN_DIRS,
+        heldout=lambda wildcards, input: parent(input.heldout[0]),
+        evaluate=P["evaluate"],  # decoding settings of the learning curve
         out="models/{model}-s{seed}",
         checkpoints="checkpoints/{model}-s{seed}",
     log:
@@ -21,10 +28,10 @@ rule train:
     threads: max(1, P["train"]["threads"])
     retries: P["train"]["max_requeues"]
     resources:
-        **cluster_resources("train"),
+        **cluster_resources(P, "train"),
     conda:
-        "../../envs/torch.yaml"
+        "../envs/torch.yaml"
     shell:
-        "tprepro train --params {PARAMS_FILE} --model {wildcards.model} --seed {wildcards.seed}"
+        "tprepro train --model {wildcards.model} --seed {wildcards.seed}"
         " --train {params.train_dirs} --vocab {input.vocab} --out {params.out}"
-        " --checkpoints {params.checkpoints} > {log} 2>&1"
+        " --checkpoints {params.checkpoints} --heldout {params.heldout} > {log} 2>&1"

@@ -1,7 +1,7 @@
 # The two-variable arithmetic experiment (Wangperawong 2018, Table 3): data ->
 # Transformer / UT / AUT training -> per-type test accuracy -> table.
 # Settings: params.yaml `two_variable:` (its `train:` overrides the top-level one).
-from tprepro.config import two_variable_train
+from tprepro.params import two_variable_train
 
 TV = P["two_variable"]
 TV_TRAIN = two_variable_train(P)
@@ -10,6 +10,8 @@ TV_MODELS = list(TV["models"])
 
 
 rule two_variable_data:
+    input:
+        code=code_files("two-variable-data"),
     output:
         train=directory(f"{TV_DATA}/train"),
         test=directory(f"{TV_DATA}/test"),
@@ -17,26 +19,31 @@ rule two_variable_data:
     params:
         settings=TV["data"],
         vocab=P["vocab"],
+        out=lambda wildcards, output: parent(output.vocab),
     log:
         "logs/two_variable/data.log",
     resources:
-        **cluster_resources("data"),
+        **cluster_resources(P, "data"),
     conda:
-        "../../envs/torch.yaml"
+        "../envs/torch.yaml"
     shell:
-        "tprepro two-variable-data --params {PARAMS_FILE} --out {TV_DATA} --vocab {output.vocab} > {log} 2>&1"
+        "tprepro two-variable-data --out {params.out} --vocab {output.vocab} > {log} 2>&1"
 
 
 rule two_variable_train:
     input:
-        vocab=f"{TV_DATA}/vocab.json",
-        train=f"{TV_DATA}/train",
+        vocab=rules.two_variable_data.output.vocab,
+        train=rules.two_variable_data.output.train,
+        heldout=rules.two_variable_data.output.test,  # the learning curve's sample
+        code=code_files("two-variable-train"),
     output:
         model="two_variable/models/{model}/model.pt",
         metrics="two_variable/models/{model}/train_metrics.json",
+        curve="two_variable/models/{model}/learning_curve.csv",
     params:
         model=lambda wildcards: TV["models"][wildcards.model],
         train=TV_TRAIN,
+        evaluate=P["evaluate"],  # decoding settings of the learning curve
         seed=TV["seed"],
         out="two_variable/models/{model}",
         checkpoints="two_variable/checkpoints/{model}",
@@ -45,32 +52,34 @@ rule two_variable_train:
     threads: max(1, TV_TRAIN["threads"])
     retries: TV_TRAIN["max_requeues"]
     resources:
-        **cluster_resources("train"),
+        **cluster_resources(P, "train"),
     conda:
-        "../../envs/torch.yaml"
+        "../envs/torch.yaml"
     shell:
-        "tprepro two-variable-train --params {PARAMS_FILE} --model {wildcards.model} --train {input.train}"
-        " --vocab {input.vocab} --out {params.out} --checkpoints {params.checkpoints} > {log} 2>&1"
+        "tprepro two-variable-train --model {wildcards.model} --train {input.train}"
+        " --vocab {input.vocab} --out {params.out} --checkpoints {params.checkpoints}"
+        " --heldout {input.heldout} > {log} 2>&1"
 
 
 rule two_variable_evaluate:
     input:
         model="two_variable/models/{model}/model.pt",
         metrics="two_variable/models/{model}/train_metrics.json",
-        test=f"{TV_DATA}/test",
+        test=rules.two_variable_data.output.test,
+        code=code_files("two-variable-evaluate"),
     output:
         "two_variable/eval/{model}.csv",
     params:
         settings=P["evaluate"],
-        model_dir="two_variable/models/{model}",
+        model_dir=lambda wildcards, input: parent(input.model),
     log:
         "logs/two_variable/evaluate/{model}.log",
     resources:
-        **cluster_resources("evaluate"),
+        **cluster_resources(P, "evaluate"),
     conda:
-        "../../envs/torch.yaml"
+        "../envs/torch.yaml"
     shell:
-        "tprepro two-variable-evaluate --params {PARAMS_FILE} --model-dir {params.model_dir}"
+        "tprepro two-variable-evaluate --model-dir {params.model_dir}"
         " --test {input.test} --out {output} > {log} 2>&1"
 
 
@@ -78,19 +87,25 @@ rule two_variable_tables:
     input:
         evals=expand("two_variable/eval/{model}.csv", model=TV_MODELS),
         metrics=expand("two_variable/models/{model}/train_metrics.json", model=TV_MODELS),
+        curves=expand("two_variable/models/{model}/learning_curve.csv", model=TV_MODELS),
+        code=code_files("two-variable-tables"),
     output:
         csv=report("results/tables/two_variable_types.csv", caption="../report/two_variable.rst",
                    category="Two-variable arithmetic"),
         md="results/tables/two_variable_types.md",
+        curves=report("results/figures/two_variable_learning_curves.png",
+                      caption="../report/two_variable_curves.rst", category="Two-variable arithmetic"),
         metrics="results/two_variable_metrics.json",
     params:
         models=TV_MODELS,
+        budget={"seed": TV["seed"], "train": TV_TRAIN, "size": TV["data"]["size"]},  # the caption's budget
     log:
         "logs/two_variable/tables.log",
     resources:
-        **cluster_resources("tables"),
+        **cluster_resources(P, "tables"),
     conda:
-        "../../envs/torch.yaml"
+        "../envs/torch.yaml"
     shell:
-        "tprepro two-variable-tables --params {PARAMS_FILE} --eval-dir two_variable/eval"
-        " --models-dir two_variable/models --tables-dir results/tables --metrics {output.metrics} > {log} 2>&1"
+        "tprepro two-variable-tables --eval-dir two_variable/eval"
+        " --models-dir two_variable/models --tables-dir results/tables --figures-dir results/figures"
+        " --metrics {output.metrics} > {log} 2>&1"

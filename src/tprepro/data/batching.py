@@ -1,15 +1,23 @@
-"""Streaming, length-bucketed, resumable training batches.
+"""Streaming, IID-mixed, length-bucketed, resumable training batches.
 
-Rows are streamed from parquet shards: each epoch visits the shards in a
-seeded order, keeps `open_shards` of them open at once and draws rows from
-them at random (weighted by what each has left), so memory depends on the
-shard size and not on the number of training rows. Rows wait in buckets keyed
-by (question length, answer length) // bucket_width and leave as a batch when
-a bucket is full, so a batch holds similar lengths and padding stays small.
+Memory is bounded whatever the number of shards or rows: each dataset (e.g. one
+(split, module) directory) has one small reader that visits its shards in a
+seeded order per epoch and holds `read_rows` rows of one shard at a time,
+shuffled. The next row comes from a dataset drawn with probability proportional
+to the rows it has left this epoch, so every prefix of the stream mixes all
+datasets in proportion to their sizes (a uniformly random interleaving), and
+each epoch visits every row exactly once. Rows then pass a shuffle buffer of
+`shuffle_buffer` rows (a random one leaves as each new one enters; the buffer
+drains before the next epoch starts), which breaks up what order remains inside
+a shard. Finally rows wait in buckets keyed by (question length, answer length)
+// bucket_width and leave as a batch when a bucket is full, so a batch holds
+similar lengths and padding stays small (bucket_width larger than any length
+turns bucketing off).
 
-The whole stream position (epoch, shard cursor, open shards, RNG state and the
-waiting rows) is a plain dict: a checkpoint stores it, and a resumed run draws
-exactly the batches an uninterrupted run would have drawn.
+The whole stream position (epoch, each reader's shard, chunk and cursor, RNG
+state, the buffer and the waiting rows) is a plain dict: a checkpoint stores
+it, and a resumed run draws exactly the batches an uninterrupted run would have
+drawn.
 """
 
 from __future__ import annotations
@@ -17,12 +25,18 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
+import pyarrow.parquet as pq
 import torch
 
-from tprepro.data.shards import read_columns
-from tprepro.data.vocab import Vocab
+from tprepro.data.shards import parquet_rows
+from tprepro.errors import TpreproError
+
+if TYPE_CHECKING:  # annotations only: vocab.py imports collate from here
+    from tprepro.data.vocab import Vocab
+
+Row = tuple[str, str]  # (question, answer)
 
 
 @dataclass
@@ -65,83 +79,139 @@ def collate(rows: Sequence[tuple[str, str]], vocab: Vocab) -> Batch:
     return Batch(src, tgt_in, tgt_out, n_tokens=sum(len(a) + 1 for a in answers))
 
 
-class _OpenShard:
-    """One shard's rows in a seeded order, and how far they have been read."""
+def as_datasets(files: Sequence[Path] | Sequence[Sequence[Path]]) -> list[list[Path]]:
+    """Shards grouped per dataset; a flat list of shard paths is one dataset."""
+    files = list(files)
+    if files and all(isinstance(f, (str, Path)) for f in files):
+        return [[Path(f) for f in files]]
+    return [[Path(f) for f in group] for group in files]
 
-    def __init__(self, shard: int, path: Path, seed: int, epoch: int, cursor: int = 0):
-        table = read_columns(path, ("question", "answer"))
-        self.shard = shard
-        self.questions = table.column("question").to_pylist()
-        self.answers = table.column("answer").to_pylist()
-        self.order = list(range(len(self.questions)))
-        random.Random(f"{seed}:{epoch}:{shard}").shuffle(self.order)
-        self.cursor = cursor
+
+class _DatasetReader:
+    """One dataset's rows for one epoch: its shards in a seeded order, each read `read_rows`
+    rows at a time and every such chunk shuffled; holds one chunk in memory.
+
+    Its position is (shard position, chunk number in that shard, cursor in the chunk, rows left).
+    """
+
+    def __init__(self, index: int, files: Sequence[Path], rows: int, seed: int, epoch: int, read_rows: int,
+                 position: Sequence[int] | None = None, columns: tuple[str, str] = ("question", "answer")):
+        self.files = files
+        self.columns = columns
+        self.key = f"{seed}:{epoch}:{index}"
+        self.read_rows = read_rows
+        self.order = list(range(len(files)))
+        random.Random(f"{self.key}:shards").shuffle(self.order)
+        self.shard_pos, self.chunk, self.cursor, self.remaining = 0, -1, 0, rows
+        self.rows: list[Row] = []
+        self._batches = None
+        if position is not None:
+            shard_pos, chunk, cursor, remaining = position
+            self.shard_pos = shard_pos
+            for _ in range(chunk + 1):  # re-read up to the chunk it was in
+                self._next_chunk()
+            self.cursor, self.remaining = cursor, remaining
 
     @property
-    def remaining(self) -> int:
-        return len(self.order) - self.cursor
+    def position(self) -> list[int]:
+        return [self.shard_pos, self.chunk, self.cursor, self.remaining]
 
-    def take(self) -> tuple[str, str]:
-        i = self.order[self.cursor]
+    def _next_chunk(self) -> bool:
+        """Load the current shard's next chunk; False at the shard's end."""
+        if self._batches is None:
+            path = self.files[self.order[self.shard_pos]]
+            try:
+                handle = pq.ParquetFile(path)
+                self._batches = handle.iter_batches(self.read_rows, columns=list(self.columns), use_threads=False)
+            except (OSError, ValueError) as exc:
+                raise TpreproError(f"{path}: not a readable parquet shard ({exc})") from exc
+            self.chunk = -1
+        batch = next(self._batches, None)
+        if batch is None:
+            return False
+        self.chunk += 1
+        self.rows = list(zip(batch.column(self.columns[0]).to_pylist(), batch.column(self.columns[1]).to_pylist()))
+        random.Random(f"{self.key}:{self.order[self.shard_pos]}:{self.chunk}").shuffle(self.rows)
+        self.cursor = 0
+        return True
+
+    def take(self) -> Row:
+        while self.cursor == len(self.rows):
+            if not self._next_chunk():  # this shard is done: on to the next one
+                self.shard_pos += 1
+                self._batches, self.rows, self.cursor = None, [], 0
+                if self.shard_pos == len(self.order):
+                    raise TpreproError(f"{self.files[0].parent}: fewer rows than the shard footers said")
         self.cursor += 1
-        return self.questions[i], self.answers[i]
+        self.remaining -= 1
+        return self.rows[self.cursor - 1]
 
 
 class BatchStream:
-    """An endless stream of training batches over `files`; see the module docstring."""
+    """An endless stream of training batches over `files` (shards grouped per dataset); see the module docstring."""
 
     def __init__(
         self,
-        files: Sequence[Path],
+        files: Sequence[Path] | Sequence[Sequence[Path]],
         vocab: Vocab,
         batch_size: int,
         bucket_width: int,
         seed: int,
-        open_shards: int = 8,
+        shuffle_buffer: int = 1024,
+        read_rows: int = 1024,
         state: dict | None = None,
     ):
-        if not files:
+        self.datasets = as_datasets(files)
+        if not any(self.datasets):
             raise ValueError("BatchStream needs at least one shard")
-        self.files = list(files)
+        if shuffle_buffer < 1 or read_rows < 1:
+            raise ValueError("BatchStream: shuffle_buffer and read_rows must be positive")
+        self.sizes = [sum(parquet_rows(f) for f in group) for group in self.datasets]
+        if not sum(self.sizes):
+            raise TpreproError(f"{self.datasets[0][0].parent}: the training data has no rows")
         self.vocab = vocab
         self.batch_size = batch_size
         self.bucket_width = bucket_width
         self.seed = seed
-        self.open_shards = open_shards
+        self.shuffle_buffer = shuffle_buffer
+        self.read_rows = read_rows
+        self.columns = tuple(getattr(vocab, "columns", ("question", "answer")))  # a codec may read others
+        self.rng = random.Random(f"{seed}:stream")
+        self.buffer: list[Row] = []
+        self.buckets: dict[tuple[int, int], list[Row]] = {}
         self._start_epoch(0)
-        self.buckets: dict[tuple[int, int], list[tuple[str, str]]] = {}
         if state is not None:
             self._restore(state)
 
-    def _start_epoch(self, epoch: int) -> None:
+    def _start_epoch(self, epoch: int, positions: Sequence[Sequence[int]] | None = None) -> None:
         self.epoch = epoch
-        self.order = list(range(len(self.files)))
-        random.Random(f"{self.seed}:{epoch}:order").shuffle(self.order)
-        self.rng = random.Random(f"{self.seed}:{epoch}:draw")
-        self.next_shard = 0
-        self.open: list[_OpenShard] = []
+        self.readers = [
+            _DatasetReader(i, group, size, self.seed, epoch, self.read_rows, positions[i] if positions else None,
+                           self.columns)
+            for i, (group, size) in enumerate(zip(self.datasets, self.sizes))
+        ]
 
-    def _fill(self) -> None:
-        while len(self.open) < self.open_shards and self.next_shard < len(self.order):
-            shard = self.order[self.next_shard]
-            self.next_shard += 1
-            opened = _OpenShard(shard, self.files[shard], self.seed, self.epoch)
-            if opened.remaining:
-                self.open.append(opened)
+    def _draw(self) -> Row | None:
+        """The next row of this epoch's mix (a dataset drawn by its rows left), or None when it is done."""
+        weights = [reader.remaining for reader in self.readers]
+        if not any(weights):
+            return None
+        return self.rng.choices(self.readers, weights=weights)[0].take()
 
-    def _next_row(self) -> tuple[str, str]:
-        self._fill()
-        if not self.open:
+    def _next_row(self) -> Row:
+        while len(self.buffer) < self.shuffle_buffer:
+            row = self._draw()
+            if row is None:
+                break
+            self.buffer.append(row)
+        if not self.buffer:  # the epoch's rows are all out
             self._start_epoch(self.epoch + 1)
             return self._next_row()
-        weights = [s.remaining for s in self.open]
-        source = self.rng.choices(range(len(self.open)), weights=weights)[0]
-        row = self.open[source].take()
-        if not self.open[source].remaining:
-            del self.open[source]
-        return row
+        i = self.rng.randrange(len(self.buffer))
+        self.buffer[i], self.buffer[-1] = self.buffer[-1], self.buffer[i]
+        return self.buffer.pop()
 
-    def next_rows(self) -> list[tuple[str, str]]:
+    def next_rows(self) -> list[Row]:
         """The next full bucket of (question, answer) rows."""
         width = self.bucket_width
         while True:
@@ -157,20 +227,26 @@ class BatchStream:
         while True:
             yield self.vocab.collate(self.next_rows())
 
+    def held_rows(self) -> int:
+        """Rows in memory: the readers' chunks, the shuffle buffer and the buckets."""
+        return (sum(len(r.rows) for r in self.readers) + len(self.buffer)
+                + sum(len(rows) for rows in self.buckets.values()))
+
     def state_dict(self) -> dict:
         return {
             "epoch": self.epoch,
-            "next_shard": self.next_shard,
-            "open": [(s.shard, s.cursor) for s in self.open],
+            "readers": [reader.position for reader in self.readers],
             "rng": self.rng.getstate(),
-            "buckets": [(list(k), list(rows)) for k, rows in self.buckets.items()],  # copies: rows keep arriving
+            "buffer": list(self.buffer),  # copies: rows keep moving
+            "buckets": [(list(k), list(rows)) for k, rows in self.buckets.items()],
         }
 
     def _restore(self, state: dict) -> None:
-        self._start_epoch(state["epoch"])
-        self.next_shard = state["next_shard"]
-        self.open = [_OpenShard(s, self.files[s], self.seed, self.epoch, c) for s, c in state["open"]]
+        if len(state["readers"]) != len(self.datasets):
+            raise TpreproError(f"stream state has {len(state['readers'])} datasets, the data {len(self.datasets)}")
+        self._start_epoch(state["epoch"], state["readers"])
         self.rng.setstate(_as_rng_state(state["rng"]))
+        self.buffer = [tuple(row) for row in state["buffer"]]
         self.buckets = {tuple(k): [tuple(r) for r in rows] for k, rows in state["buckets"]}
 
 

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tprepro.errors import TpreproError
-from tprepro.io import atomic_path, atomic_write_text
+from tprepro.io import atomic_directory, atomic_path, atomic_write_text
 
 SCHEMA = pa.schema(
     [
@@ -75,12 +75,31 @@ def write_manifest(directory: Path, shard_paths: Iterable[Path], **meta) -> None
     atomic_write_text(directory / MANIFEST, json.dumps(body, indent=2, sort_keys=True) + "\n")
 
 
+def write_dataset(directory: Path, shards: Iterable[Sequence[dict]], schema: pa.Schema = SCHEMA, **meta) -> Path:
+    """Write each element of `shards` (a list of rows) as one shard, then the manifest with `meta`.
+
+    The directory appears only once complete (tprepro.io.atomic_directory); `shards` may be a
+    generator, so only one shard's rows are held at a time. A callable value in `meta` is called
+    after the last shard (e.g. a digest of the input read meanwhile). Every dataset writer goes
+    through here.
+    """
+    directory = Path(directory)
+    with atomic_directory(directory) as tmp:
+        paths = []
+        for index, rows in enumerate(shards):
+            paths.append(tmp / shard_name(index))
+            write_shard(rows, paths[-1], schema)
+        write_manifest(tmp, paths, **{key: value() if callable(value) else value for key, value in meta.items()})
+    return directory
+
+
 @dataclass(frozen=True)
 class Dataset:
-    """A validated dataset directory: its manifest and shard files."""
+    """A validated dataset directory: its manifest, shard files and the sha256 of each shard's bytes."""
 
     directory: Path
     manifest: dict
+    shard_hashes: tuple[str, ...] | None = None  # hashed from the files (None: opened unverified)
 
     @property
     def files(self) -> list[Path]:
@@ -91,16 +110,19 @@ class Dataset:
         return int(self.manifest["rows"])
 
     def fingerprint(self) -> str:
-        """One hash over the shard hashes: identifies the data a model saw."""
-        joined = "".join(s["sha256"] for s in self.manifest["shards"])
-        return hashlib.sha256(joined.encode()).hexdigest()
+        """One hash over the shards' sha256s, taken from the bytes on disk (never only from the
+        manifest): identifies the data a model saw."""
+        hashes = self.shard_hashes if self.shard_hashes is not None else [sha256_file(p) for p in self.files]
+        return hashlib.sha256("".join(hashes).encode()).hexdigest()
 
 
-def open_dataset(directory: str | Path, verify: bool = False, allow_empty: bool = False) -> Dataset:
+def open_dataset(directory: str | Path, verify: bool = True, allow_empty: bool = False) -> Dataset:
     """Open a dataset directory, failing with the offending path on any problem.
 
-    verify: also recompute every shard's sha256 and read its parquet footer
-    (catches corrupt, truncated or non-parquet shards).
+    verify (the default, for every training and evaluation stage): recompute every shard's
+    sha256 against the manifest and read its parquet footer, so a bit-flipped, truncated or
+    swapped shard is refused, naming it. Cost: one read of the shard bytes (see
+    benchmarks/shard_verification.py).
     """
     directory = Path(directory)
     manifest_path = directory / MANIFEST
@@ -112,22 +134,29 @@ def open_dataset(directory: str | Path, verify: bool = False, allow_empty: bool 
         int(manifest["rows"])
         if not all({"file", "rows", "sha256"} <= entry.keys() for entry in shards):
             raise KeyError("a shard entry lacks file, rows or sha256")
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
         raise TpreproError(f"{manifest_path}: unreadable manifest ({exc})") from exc
     dataset = Dataset(directory, manifest)
+    hashes = []
     for entry, path in zip(shards, dataset.files):
         if not path.is_file():
             raise TpreproError(f"{path}: shard listed in {manifest_path} is missing")
         if not verify:
             continue
-        if sha256_file(path) != entry["sha256"]:
-            raise TpreproError(f"{path}: shard is corrupt (sha256 differs from {manifest_path})")
+        try:
+            digest = sha256_file(path)
+        except OSError as exc:
+            raise TpreproError(f"{path}: cannot read shard ({exc.strerror or exc})") from exc
+        if digest != entry["sha256"]:
+            raise TpreproError(f"{path}: shard is corrupt or was replaced (its sha256 {digest[:12]}... differs "
+                               f"from {entry['sha256'][:12]}... in {manifest_path})")
         rows = parquet_rows(path)
         if rows != entry["rows"]:
             raise TpreproError(f"{path}: shard has {rows} rows, {manifest_path} says {entry['rows']}")
+        hashes.append(digest)
     if dataset.rows == 0 and not allow_empty:
         raise TpreproError(f"{directory}: dataset is empty (0 rows)")
-    return dataset
+    return Dataset(directory, manifest, tuple(hashes)) if verify else dataset
 
 
 def read_columns(path: Path, columns: Sequence[str]) -> pa.Table:

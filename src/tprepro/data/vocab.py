@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from tprepro.data.batching import collate
 from tprepro.data.shards import Dataset, read_columns
 from tprepro.errors import TpreproError
 from tprepro.io import atomic_write_text
@@ -41,15 +42,25 @@ class Vocab:
         index, unk = self._index, self.unk_id
         return [index.get(ch, unk) for ch in text]
 
-    def decode(self, ids: Iterable[int]) -> str:
-        """Characters up to the first end symbol; specials are dropped."""
+    def answer_ids(self, ids: Iterable[int]) -> list[int]:
+        """The ids before the first end symbol (all of them if there is none)."""
         out = []
         for i in ids:
             if i == self.eos_id:
                 break
-            if i >= len(SPECIALS):
-                out.append(self.symbols[i])
-        return "".join(out)
+            out.append(int(i))
+        return out
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """The text up to the first end symbol; a special symbol before it is shown by name
+        ("1<unk><s>2"), so a printed prediction says what the model emitted."""
+        return "".join(self.symbols[i] for i in self.answer_ids(ids))
+
+    def exact_match(self, ids: Iterable[int], answer: str) -> bool:
+        """Whether predicted `ids` spell `answer` exactly: every id before the end symbol is a
+        character (any special symbol, pad, start or unknown included, makes it wrong)."""
+        body = self.answer_ids(ids)
+        return all(i >= len(SPECIALS) for i in body) and "".join(self.symbols[i] for i in body) == answer
 
     # ---- the codec protocol the trainer uses (data.tuple_vocab.TupleVocab has the same) ----
     def model_sizes(self) -> dict:
@@ -58,8 +69,6 @@ class Vocab:
 
     def collate(self, rows: Sequence[tuple[str, str]]):
         """(question, answer) rows -> a padded character Batch (data.batching.collate)."""
-        from tprepro.data.batching import collate  # batching imports this module
-
         return collate(rows, self)
 
     def state(self) -> list[str]:

@@ -13,7 +13,7 @@ from tprepro.data.batching import encode_questions
 from tprepro.data.shards import Dataset, iter_rows, read_columns
 from tprepro.data.vocab import Vocab
 from tprepro.evaluate.decode import greedy_decode
-from tprepro.models.config import ModelConfig
+from tprepro.models.config import stored_model_config
 from tprepro.models.registry import build_model
 from tprepro.train.checkpoint import load_checkpoint
 
@@ -29,34 +29,41 @@ class EvalSet:
 
 def load_trained(path: str | Path, device: torch.device) -> tuple[torch.nn.Module, Vocab, dict]:
     """The exported model, its vocabulary (a TupleVocab for N2F models) and the exported metadata."""
-    from tprepro.data.tuple_vocab import TupleVocab
+    from tprepro.experiments.n2f.tuple_vocab import TupleVocab
 
     state = load_checkpoint(path)
     codec = TupleVocab if isinstance(state["vocab"], dict) else Vocab
     vocab = codec.from_state(state["vocab"])
-    model = build_model(ModelConfig(**state["model_config"]), **vocab.model_sizes())
+    model = build_model(stored_model_config(state["model_config"]), **vocab.model_sizes())
     model.load_state_dict(state["model"])
     return model.to(device).eval(), vocab, state
 
 
-def predict(model, vocab: Vocab, questions: Sequence[str], batch_size: int, max_len: int) -> list[str]:
-    """Greedy answers for `questions`, decoded in length-sorted batches (little padding)."""
+def predict_ids(model, vocab: Vocab, questions: Sequence[str], batch_size: int, max_len: int) -> list[list[int]]:
+    """Greedy output ids for `questions` (end symbol and padding included), decoded in
+    length-sorted batches (little padding)."""
     device = next(model.parameters()).device
     order = sorted(range(len(questions)), key=lambda i: len(questions[i]))
-    answers = [""] * len(questions)
+    outputs: list[list[int]] = [[] for _ in questions]
     for start in range(0, len(order), batch_size):
         chunk = order[start : start + batch_size]
         src = encode_questions([questions[i] for i in chunk], vocab).to(device)  # [B, S]
         out = greedy_decode(model, src, vocab.bos_id, vocab.eos_id, max_len=max_len + 1)  # [B, L]
         for i, ids in zip(chunk, out.tolist()):
-            answers[i] = vocab.decode(ids)
-    return answers
+            outputs[i] = ids
+    return outputs
+
+
+def predict(model, vocab: Vocab, questions: Sequence[str], batch_size: int, max_len: int) -> list[str]:
+    """Greedy answers for `questions` as text (special symbols shown by name, see Vocab.decode)."""
+    return [vocab.decode(ids) for ids in predict_ids(model, vocab, questions, batch_size, max_len)]
 
 
 def score(model, vocab: Vocab, eval_set: EvalSet, batch_size: int, max_len: int) -> dict:
+    """Exact match per sample (Vocab.exact_match): a special symbol inside the answer makes it wrong."""
     questions = [q for q, _ in eval_set.rows]
-    predictions = predict(model, vocab, questions, batch_size, max_len)
-    correct = sum(p == a for p, (_, a) in zip(predictions, eval_set.rows))
+    outputs = predict_ids(model, vocab, questions, batch_size, max_len)
+    correct = sum(vocab.exact_match(ids, a) for ids, (_, a) in zip(outputs, eval_set.rows))
     n = len(eval_set.rows)
     return {"module": eval_set.module, "split": eval_set.split, "n": n, "correct": correct,
             "accuracy": correct / n if n else float("nan")}

@@ -6,9 +6,10 @@ import dataclasses
 import typing
 from dataclasses import dataclass
 
-from tprepro.errors import TpreproError
+from tprepro.errors import TpreproError, unknown
 
-INITS = ("paper", "pytorch")
+INITS = ("authors", "paper_literal", "pytorch")  # models/initialisation.py
+RENAMED_INITS = {"paper": "paper_literal"}  # names stored in models exported before the rename
 
 
 @dataclass
@@ -23,7 +24,7 @@ class ModelConfig:
     binding: str = "continuous_role"  # binding registry: "identity" (Transformer) | "continuous_role" (Eq. 3, 6)
     role_embedding: bool = True  # Eq. 2: z_0 = e ⊙ (W^(p) e + b^(p)) instead of z_0 = e
     max_positions: int = 512  # longest source or target sequence (rows of the sinusoidal table)
-    init: str = "paper"  # "paper": Sec. 4.1 (E~N(0,1), W^(p)~N(1,1), Xavier-uniform) | "pytorch": module defaults
+    init: str = "authors"  # initialisation.py: "authors" (their released code) | "paper_literal" | "pytorch"
     n_roles: int = 50  # N_r: role-dictionary size of the discrete_role binding (TPT-d; paper: 50)
     d_role: int = 64  # d_r: role width of discrete_role (must be d_model / n_heads) and full_tensor (paper: 64)
     ut_steps: int = 6  # T: applications of the shared encoder and decoder block (arch universal_transformer)
@@ -52,12 +53,12 @@ class ModelConfig:
         from tprepro.models.registry import list_archs
 
         if self.arch not in list_archs():
-            raise TpreproError(f"{where}.arch: unknown arch {self.arch!r}; known: {', '.join(list_archs())}")
+            raise TpreproError(f"{where}.arch: {unknown('arch', self.arch, list_archs())}")
         if self.binding not in list_bindings():
-            known = ", ".join(list_bindings())
-            raise TpreproError(f"{where}.binding: unknown binding {self.binding!r}; known: {known}")
+            raise TpreproError(f"{where}.binding: {unknown('binding', self.binding, list_bindings())}")
         if self.init not in INITS:
-            raise TpreproError(f"{where}.init: unknown init {self.init!r}; known: {', '.join(INITS)}")
+            renamed = " ('paper' is now 'paper_literal')" if self.init == "paper" else ""
+            raise TpreproError(f"{where}.init: unknown init {self.init!r}{renamed}; known: {', '.join(INITS)}")
         positive = ("d_model", "n_heads", "n_encoder_layers", "n_decoder_layers", "d_ff", "max_positions",
                     "n_roles", "d_role", "ut_steps", "act_max_steps", "lstm_hidden", "lstm_layers",
                     "n_fillers", "d_filler", "d_relation", "d_argument", "d_position", "tuple_arity",
@@ -87,6 +88,14 @@ class ModelConfig:
         return self
 
 
+def stored_model_config(values: dict) -> ModelConfig:
+    """The ModelConfig an exported model stored; an init stored under an old name gets its new one
+    (the init only shapes the starting weights, which the stored weights replace)."""
+    values = dict(values)
+    values["init"] = RENAMED_INITS.get(values.get("init"), values.get("init", ModelConfig.init))
+    return ModelConfig(**values)
+
+
 def _coerce(key: str, value: object, kind: type, where: str) -> object:
     """`value` as type `kind` (int is accepted for float; bool is never an int)."""
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
@@ -109,6 +118,6 @@ def resolve_model_config(preset: str, overrides: dict | None = None, where: str 
     values = preset_fields(preset, where)
     for key, value in (overrides or {}).items():
         if key not in types:
-            raise TpreproError(f"{where}.{key}: unknown setting; known: {', '.join(known)}")
+            raise TpreproError(f"{where}.{key}: {unknown('setting', key, known)}")
         values[key] = _coerce(key, value, types[key], where)
     return ModelConfig(**values).validate(where)

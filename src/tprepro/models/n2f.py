@@ -9,7 +9,7 @@ representations") and its ablations: one model composing an encoder with a tuple
 
 Builders: builder(cfg, vocab_size, pad_id, n_relations=..., n_arguments=...): the source
 word vocabulary, then the relation and argument output vocabularies with the reserved ids
-of tprepro.data.tuples (REL_PAD=0, REL_BOS=1, REL_EOS=2, ARG_PAD=0, ARG_NONE=1).
+of tprepro.experiments.n2f.tuples (REL_PAD=0, REL_BOS=1, REL_EOS=2, ARG_PAD=0, ARG_NONE=1).
 
 Model API: forward(src [B, S], tgt_in [B, T, 1+K]) -> TupleLogits; target_loss(output,
 tgt_out, reduction) (Eq. 12); greedy_decode(src, max_tuples) (Sec. 3.3).
@@ -44,7 +44,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from tprepro.data.tuples import ARG_NONE, ARG_PAD, REL_BOS, REL_EOS, REL_PAD
+from tprepro.experiments.n2f.tuples import ARG_NONE, ARG_PAD, REL_BOS, REL_EOS, REL_PAD
 from tprepro.errors import TpreproError
 from tprepro.models.config import ModelConfig
 from tprepro.models.registry import register_arch

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from torch import nn
 
-from tprepro.errors import TpreproError
+from tprepro.errors import TpreproError, unknown
 from tprepro.models.config import ModelConfig
 
 # A builder is called as builder(cfg, vocab_size, pad_id, **sizes) and returns the model. Sequence
@@ -70,7 +70,7 @@ def list_presets(task: str | None = "seq2seq") -> dict[str, dict]:
 def preset_fields(name: str, where: str = "model") -> dict:
     """A copy of the fields preset `name` sets."""
     if name not in _PRESETS:
-        raise TpreproError(f"{where}.preset: unknown preset {name!r}; known: {', '.join(sorted(_PRESETS))}")
+        raise TpreproError(f"{where}.preset: {unknown('preset', name, sorted(_PRESETS))}")
     return dict(_PRESETS[name])
 
 
@@ -82,10 +82,11 @@ def build_model(cfg: ModelConfig, vocab_size: int, pad_id: int, **sizes: int) ->
 
 
 # Sec. 4.1: d_z=512, d_f=2048, H=8, L=6 (encoder and decoder). Dropout is not mentioned in the
-# paper, so it stays at the ModelConfig default of 0.
-_PAPER = dict(d_model=512, n_heads=8, n_encoder_layers=6, n_decoder_layers=6, d_ff=2048, dropout=0.0, init="paper")
+# paper, so it stays at the ModelConfig default of 0. Initialisation: the authors' released code
+# (initialisation.py; `init: paper_literal` is Sec. 4.1 read literally).
+_PAPER = dict(d_model=512, n_heads=8, n_encoder_layers=6, n_decoder_layers=6, d_ff=2048, dropout=0.0, init="authors")
 # Tiny CPU configurations that train in minutes (d_f = 4 d_z as in the paper).
-_TINY = dict(d_model=64, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=256, dropout=0.0, init="paper")
+_TINY = dict(d_model=64, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=256, dropout=0.0, init="authors")
 _TRANSFORMER = dict(arch="transformer", binding="identity", role_embedding=False)
 _TP_TRANSFORMER = dict(arch="tp_transformer", binding="continuous_role", role_embedding=True)
 
@@ -107,9 +108,10 @@ register_preset("full_tensor_tiny", **_TINY, arch="tp_transformer", binding="ful
 # Wangperawong (2019): 2 encoder and 2 decoder layers, 4 heads, feed-forward 128, dropout 0.1. The paper
 # states no d_model beyond "smaller" than the base model; 128 is tensor2tensor's tiny hidden size
 # (a feed-forward of 128 presumes d_model <= 128). For the UT, "2 layers" are 2 recurrent steps; the AUT
-# caps N(t) at 24 as the paper does. The paper states no initialisation: PyTorch defaults.
+# caps N(t) at 24 as the paper does. The paper states no initialisation; tensor2tensor, which it used,
+# draws the embedding N(0, 1/d) and scales it by sqrt(d), as `init: authors` does.
 _WANGPERAWONG = dict(d_model=128, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=128, dropout=0.1,
-                     init="pytorch", binding="identity", role_embedding=False)
+                     init="authors", binding="identity", role_embedding=False)
 register_preset("wangperawong_transformer", **_WANGPERAWONG, arch="transformer")
 register_preset("wangperawong_ut", **_WANGPERAWONG, arch="universal_transformer", ut_steps=2)
 register_preset("wangperawong_aut", **_WANGPERAWONG, arch="adaptive_universal_transformer", act_max_steps=24,
@@ -122,6 +124,16 @@ register_preset("aut_tiny", **_TINY, **_PLAIN, arch="adaptive_universal_transfor
 _LSTM = dict(arch="lstm", init="pytorch", dropout=0.0, **_PLAIN)
 register_preset("saxton_simple_lstm", **_LSTM, d_model=768, lstm_hidden=1024, lstm_layers=1)
 register_preset("lstm_tiny", **_LSTM, d_model=64, lstm_hidden=128, lstm_layers=1)
+
+# ---- the summarization experiment (issue 13; Jiang et al. 2021, Sec. 3.2) ----------------------------------
+# Transformer, TPT-c (Schlag et al.'s continuous roles) and TPT-d (N_r = 50 discrete roles of d_r = 64):
+# 6 + 6 layers, 8 heads, d_k = 64, d_m = 512, d_f = 2048, dropout 0.1. Tiny: CPU minutes.
+_SUMMARY_PAPER = dict(_PAPER, dropout=0.1)
+_SUMMARY_TINY = dict(_TINY, dropout=0.1)
+for _size, _base, _d_role in (("paper", _SUMMARY_PAPER, 64), ("tiny", _SUMMARY_TINY, 16)):
+    register_preset(f"summarization_transformer_{_size}", **_base, **_TRANSFORMER)
+    register_preset(f"summarization_tpt_c_{_size}", **_base, **_TP_TRANSFORMER)
+    register_preset(f"summarization_tpt_d_{_size}", **_base, **_TPT_D, d_role=_d_role)
 
 # ---- TP-N2F and its ablations (issue 4; n2f.py) -----------------------------------------------------
 # Appendix A.1: n_F=150, n_R=50 and, per dataset, d_F, d_R, d_Rel, d_Arg, d_Pos; a one-layer Reasoning

@@ -15,6 +15,7 @@ from torch import Tensor, nn
 from tprepro.errors import TpreproError
 from tprepro.models.attention import KVCache, MultiHeadAttention
 from tprepro.models.config import ModelConfig
+from tprepro.models.initialisation import initialise
 from tprepro.models.registry import register_arch
 
 
@@ -30,7 +31,9 @@ def sinusoid_table(n_positions: int, d_model: int) -> Tensor:
 
 
 class InputEmbedding(nn.Module):
-    """Eq. 2: e_t = E x_t sqrt(d_z) + p_t; with a role embedding z_0 = e_t ⊙ (W^(p) e_t + b^(p))."""
+    """Eq. 2: e_t = E x_t sqrt(d_z) + p_t; with a role embedding z_0 = e_t ⊙ (W^(p) e_t + b^(p)).
+
+    Under `init: authors` b^(p) starts at PyTorch's default + 1 (their r = W^(p) e + b + 1)."""
 
     def __init__(self, vocab_size: int, d_model: int, max_positions: int, role_embedding: bool):
         super().__init__()
@@ -127,20 +130,6 @@ class DecoderLayer(nn.Module):
         return self.out_norm(h + self.dropout(self.ff(self.ff_norm(h))))  # [B, T, D]
 
 
-def init_paper(model: nn.Module, embedding: InputEmbedding) -> None:
-    """Sec. 4.1: E ~ N(0, 1), W^(p) ~ N(1, 1), every other matrix Xavier-uniform.
-    Biases (unspecified in the paper) start at zero; LayerNorms at identity; a TPT-d
-    role dictionary keeps its N(0, 1) start (it is normalised on every forward)."""
-    for module in model.modules():
-        if isinstance(module, nn.Linear):
-            nn.init.xavier_uniform_(module.weight)
-            if module.bias is not None:
-                nn.init.zeros_(module.bias)
-    nn.init.normal_(embedding.tokens.weight, mean=0.0, std=1.0)
-    if embedding.role is not None:
-        nn.init.normal_(embedding.role.weight, mean=1.0, std=1.0)
-
-
 @dataclass
 class DecoderCache:
     """Per decoder layer K/V caches for incremental decoding (model.new_cache())."""
@@ -169,8 +158,7 @@ class TransformerModel(nn.Module):
         self.dropout = nn.Dropout(cfg.dropout)
         self.encoder = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_encoder_layers))
         self.decoder = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.n_decoder_layers))
-        if cfg.init == "paper":
-            init_paper(self, self.embedding)
+        initialise(self, self.embedding.tokens, self.embedding.role, cfg.init)
 
     def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
         """src: [B, S] token ids. Returns (memory [B, S, D], src_mask [B, S] True at padding)."""

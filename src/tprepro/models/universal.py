@@ -22,8 +22,8 @@ from tprepro.models.act import AdaptiveComputation, StepFn
 from tprepro.models.attention import KVCache
 from tprepro.models.config import ModelConfig
 from tprepro.models.registry import register_arch
-from tprepro.models.transformer import (DecoderCache, DecoderLayer, EncoderLayer, InputEmbedding, init_paper,
-                                        sinusoid_table)
+from tprepro.models.initialisation import PYTORCH, initialise
+from tprepro.models.transformer import DecoderCache, DecoderLayer, EncoderLayer, InputEmbedding, sinusoid_table
 
 
 @register_arch("universal_transformer")
@@ -42,8 +42,7 @@ class UniversalTransformer(nn.Module):
         self.decoder_block = DecoderLayer(cfg)  # the one decoder cell
         rows = max(cfg.max_positions, self.max_steps + 1)
         self.register_buffer("timing", sinusoid_table(rows, cfg.d_model), persistent=False)  # [P, D]
-        if cfg.init == "paper":
-            init_paper(self, self.embedding)
+        initialise(self, self.embedding.tokens, self.embedding.role, cfg.init)
 
     @property
     def max_steps(self) -> int:
@@ -107,7 +106,7 @@ class AdaptiveUniversalTransformer(UniversalTransformer):
         super().__init__(cfg, vocab_size, pad_id)
         self.encoder_act = AdaptiveComputation(cfg.d_model, cfg.act_max_steps, cfg.act_epsilon)
         self.decoder_act = AdaptiveComputation(cfg.d_model, cfg.act_max_steps, cfg.act_epsilon)
-        if cfg.init == "paper":
+        if cfg.init != PYTORCH:  # the halting unit is in neither paper nor the authors' code
             for act in (self.encoder_act, self.decoder_act):
                 nn.init.xavier_uniform_(act.halt.weight)
                 nn.init.zeros_(act.halt.bias)

@@ -1,4 +1,4 @@
-"""Result tables: per-module accuracy and the paper's Table 1 (one row per model)."""
+"""Result tables: per-module accuracy and the paper's Table 1 (one row per model, over seeds)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pandas as pd
 
 from tprepro.errors import TpreproError
 from tprepro.io import atomic_path, atomic_write_text
+from tprepro.report.published import PublishedRow, cell, comparison_note, over_seeds, published, seeds_note
 
 EVAL_COLUMNS = ["model", "seed", "module", "split", "n", "correct", "accuracy"]
 MODULE_COLUMNS = ["model", "module", "split", "n", "correct", "accuracy"]
@@ -36,17 +37,21 @@ def module_table(evals: pd.DataFrame) -> pd.DataFrame:
     return pooled[MODULE_COLUMNS]
 
 
-def table1(modules: pd.DataFrame, training: dict[str, dict], threshold: float) -> pd.DataFrame:
-    """The shape of the paper's Table 1: module-averaged accuracies and modules above `threshold`."""
+TABLE1_METRICS = ("train_acc", "interpolation_acc", "interpolation_above", "extrapolation_acc",
+                  "extrapolation_above")
+
+
+def seed_table1(evals: pd.DataFrame, threshold: float) -> pd.DataFrame:
+    """Table 1's metrics for each (model, seed): module-averaged accuracy per split and the
+    number of modules above `threshold`."""
     rows = []
-    for model, group in modules.groupby("model", sort=False):
-        by_split = {split: g["accuracy"] for split, g in group.groupby("split")}
+    for (model, seed), group in evals.groupby(["model", "seed"], sort=False):
+        accuracy = group.groupby(["split", "module"])["correct"].sum() / group.groupby(["split", "module"])["n"].sum()
+        by_split = {split: accuracy.loc[split] for split in accuracy.index.get_level_values(0).unique()}
         empty = pd.Series(dtype=float)
         interp, extrap = by_split.get("interpolate", empty), by_split.get("extrapolate", empty)
         rows.append({
-            "model": model,
-            "parameters": training[model]["parameters"],
-            "steps": training[model]["steps"],
+            "model": model, "seed": seed,
             "train_acc": by_split.get("train", empty).mean(),
             "interpolation_acc": interp.mean(),
             "interpolation_above": int((interp > threshold).sum()),
@@ -56,16 +61,35 @@ def table1(modules: pd.DataFrame, training: dict[str, dict], threshold: float) -
     return pd.DataFrame(rows)
 
 
-def table1_markdown(table: pd.DataFrame, threshold: float, n_interp: int, n_extrap: int) -> str:
+def table1(evals: pd.DataFrame, training: dict[str, dict], threshold: float) -> pd.DataFrame:
+    """The shape of the paper's Table 1, one row per model: each metric's mean and std over seeds."""
+    per_seed = seed_table1(evals, threshold)
+    per_seed["parameters"] = per_seed["model"].map(lambda m: training[m]["parameters"])
+    per_seed["steps"] = per_seed["model"].map(lambda m: training[m]["steps"])
+    return over_seeds(per_seed, TABLE1_METRICS, keep=("parameters", "steps"))
+
+
+def table1_markdown(table: pd.DataFrame, threshold: float, n_interp: int, n_extrap: int,
+                    papers: dict[str, PublishedRow | None], budget: str) -> str:
+    """Table 1 with a caption: ours (mean ± std over seeds) beside the paper's row for the same architecture."""
+    paper_table = published("mathematics")
     pct = f">{threshold:.0%}"
-    head = ["model", "weights", "steps", "train",
-            "interpolation acc", f"{pct} (of {n_interp})", "extrapolation acc", f"{pct} (of {n_extrap})"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in table.itertuples():
-        cells = [r.model, f"{r.parameters / 1e6:.2f}M", f"{r.steps}", f"{r.train_acc:.2%}",
-                 f"{r.interpolation_acc:.2%}", f"{r.interpolation_above}",
-                 f"{r.extrapolation_acc:.2%}", f"{r.extrapolation_above}"]
+    head = ["model", "weights", "steps", "train acc", "interpolation acc", f"interpolation {pct} (of {n_interp})",
+            "extrapolation acc", f"extrapolation {pct} (of {n_extrap})"]
+    lines = [f"**Table 1 (Schlag et al. 2019).** Exact-match accuracy averaged over modules, "
+             f"{seeds_note(table)} per model; ours: {budget}.", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in table.to_dict("records"):
+        paper = papers.get(r["model"])
+        cells = [r["model"], f"{r['parameters'] / 1e6:.2f}M", f"{r['steps']}",
+                 cell(r, "train_acc", paper), cell(r, "interpolation_acc", paper),
+                 cell(r, "interpolation_above", paper, percent=False),
+                 cell(r, "extrapolation_acc", paper), cell(r, "extrapolation_above", paper, percent=False)]
         lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", comparison_note(paper_table)]
+    rows = [f"{model}: {paper.row}" for model, paper in papers.items() if paper is not None]
+    if rows:
+        lines.append("Paper rows: " + "; ".join(rows) + ".")
     return "\n".join(lines) + "\n"
 
 
@@ -75,6 +99,7 @@ def write_csv(frame: pd.DataFrame, path: Path) -> None:
 
 
 def write_metrics(table: pd.DataFrame, path: Path) -> None:
-    """Table 1 as DVC metrics: {model: {column: value}}."""
-    body = {r["model"]: {k: v for k, v in r.items() if k != "model"} for r in table.to_dict("records")}
+    """A table as DVC metrics: {model: {column: value}}, numbers only (NaN, e.g. the std of one seed, left out)."""
+    body = {r["model"]: {k: v for k, v in r.items() if k != "model" and isinstance(v, (int, float)) and v == v}
+            for r in table.to_dict("records")}
     atomic_write_text(path, json.dumps(body, indent=2, sort_keys=True, default=float) + "\n")

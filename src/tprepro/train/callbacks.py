@@ -21,6 +21,8 @@ class Callback:
 
     def on_train_end(self, summary: dict) -> None: ...
 
+    def on_train_failed(self, step: int, error: BaseException) -> None: ...
+
 
 class ProgressBar(Callback):
     """A tqdm bar over optimiser steps, showing the last logged loss.
@@ -48,4 +50,7 @@ class ProgressBar(Callback):
         self.bar.close()
 
     def on_preempted(self, step: int) -> None:
+        self.bar.close()
+
+    def on_train_failed(self, step: int, error: BaseException) -> None:
         self.bar.close()

@@ -1,7 +1,19 @@
-"""Atomic checkpoint files: a crash mid-write never leaves a truncated checkpoint."""
+"""Checkpoint and model files: atomic, hashed, and loaded without unpickling code.
+
+A file holds `{"format": FORMAT, "sha256": <hex>, "payload": <uint8 tensor>}`:
+the payload is the `torch.save` bytes of the real contents and `sha256` their
+digest. Loading checks the digest, then unpacks the payload; both loads use
+`weights_only=True`, so only tensors and plain Python values (dicts, lists,
+tuples, numbers, strings) come back and a pickle payload is refused, never run.
+A crash mid-write never leaves a truncated file (tprepro.io.atomic_path).
+"""
 
 from __future__ import annotations
 
+import hashlib
+import io
+import sys
+import time
 from pathlib import Path
 
 import torch
@@ -9,18 +21,64 @@ import torch
 from tprepro.errors import TpreproError
 from tprepro.io import atomic_path
 
+FORMAT = "tprepro-checkpoint/1"
+
+
+class CheckpointError(TpreproError):
+    """A checkpoint or model file that cannot be trusted: missing, corrupt, foreign or unsafe."""
+
 
 def save_checkpoint(payload: dict, path: str | Path) -> None:
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    body = buffer.getvalue()
+    wrapped = {"format": FORMAT, "sha256": hashlib.sha256(body).hexdigest(),
+               "payload": torch.frombuffer(bytearray(body), dtype=torch.uint8)}
     with atomic_path(path) as tmp:
-        torch.save(payload, tmp)
+        torch.save(wrapped, tmp)
+
+
+def _safe_load(source, path: Path, what: str):
+    try:
+        return torch.load(source, map_location="cpu", weights_only=True)
+    except FileNotFoundError as exc:
+        raise CheckpointError(f"{path}: checkpoint not found") from exc
+    except Exception as exc:  # UnpicklingError (unsafe content), RuntimeError (truncated zip), ...
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if "weights only load failed" in str(exc).lower() or "unsupported global" in str(exc).lower():
+            raise CheckpointError(f"{path}: refused: {what} holds objects other than tensors and plain "
+                                  f"values (a pickle payload?); it was not loaded") from exc
+        raise CheckpointError(f"{path}: unreadable checkpoint ({first[:300]})") from exc
 
 
 def load_checkpoint(path: str | Path) -> dict:
+    """The contents of a file written by `save_checkpoint`, verified; CheckpointError naming `path` if not."""
     path = Path(path)
-    try:
-        # weights_only=False: checkpoints also hold the data-stream state (plain Python objects).
-        return torch.load(path, map_location="cpu", weights_only=False)
-    except FileNotFoundError as exc:
-        raise TpreproError(f"{path}: checkpoint not found") from exc
-    except Exception as exc:  # torch raises several types for truncated / foreign files
-        raise TpreproError(f"{path}: unreadable checkpoint ({exc})") from exc
+    outer = _safe_load(path, path, "the file")
+    if not (isinstance(outer, dict) and outer.get("format") == FORMAT
+            and isinstance(outer.get("payload"), torch.Tensor) and isinstance(outer.get("sha256"), str)):
+        raise CheckpointError(f"{path}: not a {FORMAT} file (no content hash; written by another "
+                              f"program or an older tprepro): retrain to rewrite it")
+    body = outer["payload"].numpy().tobytes()
+    digest = hashlib.sha256(body).hexdigest()
+    if digest != outer["sha256"]:
+        raise CheckpointError(f"{path}: corrupt checkpoint: content sha256 {digest[:16]}... differs from the "
+                              f"recorded {outer['sha256'][:16]}...")
+    payload = _safe_load(io.BytesIO(body), path, "the payload")
+    if not isinstance(payload, dict):
+        raise CheckpointError(f"{path}: unreadable checkpoint (payload is {type(payload).__name__}, not a dict)")
+    return payload
+
+
+def move_aside(path: str | Path, reason: str, why: str) -> Path:
+    """Rename `path` to `<path>.<reason>-<UTC time>` (never overwriting) and warn naming both files."""
+    path = Path(path)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    target = path.with_name(f"{path.name}.{reason}-{stamp}")
+    n = 1
+    while target.exists():
+        target = path.with_name(f"{path.name}.{reason}-{stamp}-{n}")
+        n += 1
+    path.rename(target)
+    print(f"WARNING: {path}: {why}; moved aside to {target}", file=sys.stderr, flush=True)
+    return target

@@ -4,7 +4,8 @@ A handler only sets a flag. The trainer looks at it at the next step boundary,
 writes its checkpoint atomically and raises `Preempted`; `tprepro train` then
 exits with `REQUEUE_EXIT`. Snakemake re-runs the job (the train rule has
 `retries:` from `train.max_requeues`; on SLURM the retry is a new allocation)
-and the next attempt resumes from the checkpoint. DVC has no requeue: running
+and the next attempt resumes from the checkpoint. Only this status is requeued:
+after any other failure the remaining attempts exit at once (train/requeue.py). DVC has no requeue: running
 `dvc repro` again resumes the same way.
 
 SLURM: submit with `--signal=USR1@<seconds>` so the warning arrives while a

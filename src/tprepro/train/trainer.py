@@ -1,11 +1,16 @@
-"""The training loop: Adam with gradient-norm clipping, streaming bucketed batches,
+"""The training loop: Adam (or Adafactor) with gradient-norm clipping, streaming bucketed batches,
 atomic checkpoints every N steps, and exact resume.
 
 A resumed run restores weights, optimiser moments, the step, the batch-stream
 position, the torch RNG (dropout) and the open logging window, so it ends with
-the same weights and logged metrics as an uninterrupted run. A checkpoint
-written under other settings or data (its fingerprint differs) is ignored,
-never silently mixed in.
+the same weights and logged metrics as an uninterrupted run. A checkpoint that
+cannot be used is moved aside (`checkpoint.pt.<reason>-<UTC time>`, never
+overwritten or deleted) with a warning naming both files, and training starts
+from step 0: `mismatch` (written under other settings, data or more steps) or
+`corrupt` (content hash wrong, truncated, or not plain tensors and values).
+A checkpoint at the final step is a finished run: `fit()` returns its summary
+(last loss, timing) without training. A non-finite loss or weight stops
+training with `Diverged` before anything non-finite is written.
 
 SIGTERM or SIGUSR1 stop training at the next step boundary with a checkpoint
 (train/preemption.py). With several processes (train/distributed.py) the model
@@ -27,14 +32,14 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
-from tprepro.config import TrainConfig
+from tprepro.params import TrainConfig
 from tprepro.data.batching import Batch, BatchStream
-from tprepro.data.vocab import Vocab
 from tprepro.models.config import ModelConfig
+from tprepro.models.interfaces import AuxiliaryLoss, Codec, TargetLoss
 from tprepro.models.registry import build_model
 from tprepro.errors import TpreproError
 from tprepro.train.callbacks import Callback
-from tprepro.train.checkpoint import load_checkpoint, save_checkpoint
+from tprepro.train.checkpoint import CheckpointError, load_checkpoint, move_aside, save_checkpoint
 from tprepro.train.distributed import World, shard_batch
 from tprepro.train.preemption import Preempted, PreemptionFlag
 
@@ -81,6 +86,29 @@ def sequence_loss(logits: torch.Tensor, targets: torch.Tensor, pad_id: int) -> t
     return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=pad_id)
 
 
+# Settings left out of the fingerprint while at these defaults, so checkpoints written before the
+# settings existed still resume.
+_FINGERPRINT_DEFAULTS = {"optimizer": "adam", "schedule": "constant"}
+
+
+def make_optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
+    """`train.optimizer`: Adam (lr, betas) or torch's Adafactor (lr: the cap of its relative step size)."""
+    if config.optimizer == "adafactor":
+        return torch.optim.Adafactor(model.parameters(), lr=config.lr)
+    if config.optimizer == "adam":
+        return torch.optim.Adam(model.parameters(), lr=config.lr, betas=tuple(config.betas))
+    raise TpreproError(f"train.optimizer: unknown optimizer {config.optimizer!r}; known: adam, adafactor")
+
+
+def scheduled_lr(config: TrainConfig, step: int) -> float:
+    """The learning rate of 0-based `step`: linear warm-up over `warmup_steps`, then constant, or with
+    `schedule: inverse_sqrt` decaying as 1/sqrt(step) from its peak at the end of the warm-up."""
+    warmup, n = config.warmup_steps, step + 1
+    if config.schedule == "inverse_sqrt":
+        return config.lr * (min(n / warmup, math.sqrt(warmup / n)) if warmup else 1.0 / math.sqrt(n))
+    return config.lr * (min(1.0, n / warmup) if warmup else 1.0)
+
+
 # Settings that may change between a run and its resumption (e.g. extending `steps`).
 _RESUMABLE_CHANGES = ("steps", "checkpoint_every", "log_every", "device", "threads",
                       "amp", "compile", "processes", "max_requeues")
@@ -97,26 +125,23 @@ def optimizer_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, bat
     single-process gradient of the global batch. `amp` runs forward and loss
     under bf16 autocast.
 
-    A model whose targets are not token sequences defines
-    `target_loss(output, tgt_out, reduction)` ("mean" over its target units, or
-    "sum"); a model may add terms of its own (e.g. ACT's ponder cost) through an
-    `auxiliary_loss()` method returning a tensor computed in its last forward.
-    Both are found through DDP / torch.compile wrappers.
+    A model whose targets are not token sequences implements `TargetLoss`, and one
+    with loss terms of its own (e.g. ACT's ponder cost) `AuxiliaryLoss`
+    (models/interfaces.py); both are found through DDP / torch.compile wrappers.
     """
     with torch.autocast(batch.src.device.type, dtype=torch.bfloat16, enabled=amp):
         output = model(batch.src, batch.tgt_in)  # logits [B, T, V], or a model's own output
-        target_loss = getattr(unwrap(model), "target_loss", None)
-        if target_loss is not None:  # e.g. the N2F models' tuple loss (Eq. 12 of TP-N2F)
-            loss = (target_loss(output, batch.tgt_out, "mean") if token_weight is None
-                    else token_weight * target_loss(output, batch.tgt_out, "sum"))
+        module = unwrap(model)
+        if isinstance(module, TargetLoss):  # e.g. the N2F models' tuple loss (Eq. 12 of TP-N2F)
+            loss = (module.target_loss(output, batch.tgt_out, "mean") if token_weight is None
+                    else token_weight * module.target_loss(output, batch.tgt_out, "sum"))
         elif token_weight is None:
             loss = sequence_loss(output, batch.tgt_out, pad_id)
         else:
             loss = token_weight * F.cross_entropy(output.flatten(0, 1), batch.tgt_out.flatten(),
                                                   ignore_index=pad_id, reduction="sum")
-        auxiliary = getattr(unwrap(model), "auxiliary_loss", None)
-        if auxiliary is not None:
-            loss = loss + auxiliary()
+        if isinstance(module, AuxiliaryLoss):
+            loss = loss + module.auxiliary_loss()
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
@@ -132,8 +157,8 @@ class TrainJob:
     seed: int
     model: ModelConfig
     config: TrainConfig
-    files: Sequence[Path]  # training shards
-    vocab: Vocab  # or any codec with the same protocol: symbols, pad_id, model_sizes(), collate(), state()
+    files: Sequence[Sequence[Path]] | Sequence[Path]  # training shards per dataset (flat: one dataset)
+    vocab: Codec  # the character Vocab, or any codec (models/interfaces.py)
     data_fingerprint: str  # hash over the shards' hashes
     extra: dict = field(default_factory=dict)  # carried into the checkpoint (e.g. the MLflow run id)
 
@@ -142,11 +167,16 @@ class TrainJob:
         settings = {
             "seed": self.seed,
             "model": asdict(self.model),
-            "train": {k: v for k, v in asdict(self.config).items() if k not in _RESUMABLE_CHANGES},
+            "train": {k: v for k, v in asdict(self.config).items()
+                      if k not in _RESUMABLE_CHANGES and _FINGERPRINT_DEFAULTS.get(k, object()) != v},
             "vocab": list(self.vocab.symbols),
             "data": self.data_fingerprint,
         }
         return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()
+
+
+class Diverged(TpreproError):
+    """A non-finite loss or weight: training stops; the last good checkpoint is kept."""
 
 
 class Trainer:
@@ -170,18 +200,18 @@ class Trainer:
         self.model = build_model(job.model, **job.vocab.model_sizes()).to(self.device)
         if self.world.distributed:
             torch.manual_seed(job.seed + self.world.rank)  # own dropout stream per rank
-        self.optimizer = torch.optim.Adam(
-            self.model.parameters(), lr=job.config.lr, betas=tuple(job.config.betas)
-        )
+        self.optimizer = make_optimizer(self.model, job.config)
         self.step = 0
         self.last_metrics: dict[str, float] = {}
         self.resumed_from: int | None = None
+        self.finished: dict | None = None  # the stored summary when the checkpoint is at the final step
         self.stream_state: dict | None = None
         self.window = self._new_window()
         self._maybe_resume()
         self.stream = BatchStream(
             job.files, job.vocab, job.config.batch_size, job.config.bucket_width,
-            seed=job.seed, open_shards=job.config.open_shards, state=self.stream_state,
+            seed=job.seed, shuffle_buffer=job.config.shuffle_buffer, read_rows=job.config.read_rows,
+            state=self.stream_state,
         )
         self.net = self.model  # what the loop calls: the model, wrapped for DDP / compiled
         if self.world.distributed:
@@ -194,10 +224,20 @@ class Trainer:
     def _maybe_resume(self) -> None:
         if not self.checkpoint_path.is_file():
             return
-        state = load_checkpoint(self.checkpoint_path)
-        if state.get("fingerprint") != self.job.fingerprint or state["step"] > self.config.steps:
+        try:
+            state = load_checkpoint(self.checkpoint_path)
+        except CheckpointError as exc:
+            self.world.barrier()  # every rank has read (and rejected) it before rank 0 moves it
             if self.world.is_main:
-                print(f"[{self.name}] ignoring {self.checkpoint_path}: written under other settings, data or steps")
+                why = str(exc).removeprefix(f"{self.checkpoint_path}: ")
+                move_aside(self.checkpoint_path, "corrupt", f"{why}; training restarts from step 0")
+            return
+        if state.get("fingerprint") != self.job.fingerprint or state["step"] > self.config.steps:
+            self.world.barrier()
+            if self.world.is_main:
+                move_aside(self.checkpoint_path, "mismatch",
+                           f"written under other settings, data or more steps (step {state['step']} of "
+                           f"{self.config.steps}); training restarts from step 0")
             return
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
@@ -207,10 +247,16 @@ class Trainer:
         self.step = self.resumed_from = state["step"]
         self.stream_state = state["stream"]
         self.window.update(state["log_window"], loss=window_loss)
+        self.last_metrics = dict(state.get("last_metrics", {}))
+        self.finished = state.get("summary") if self.step == self.config.steps else None
         self.job.extra.update(state.get("extra", {}))
 
-    def save_checkpoint(self) -> None:
-        """Every rank takes part (RNG states and window losses are gathered); rank 0 writes."""
+    def save_checkpoint(self, summary: dict | None = None) -> None:
+        """Every rank takes part (RNG states and window losses are gathered); rank 0 writes.
+
+        `summary` (at the final step) is stored so that a re-invoked finished run reports it.
+        """
+        self._check_finite(float(self.world.sum(torch.as_tensor(self.window["loss"], device=self.device))))
         ranks = self.world.gather((torch.get_rng_state(), float(self.window["loss"])))
         if not self.world.is_main:
             return
@@ -224,6 +270,8 @@ class Trainer:
                 "ranks": ranks,
                 "stream": self.stream.state_dict(),
                 "log_window": window,
+                "last_metrics": self.last_metrics,
+                "summary": summary,
                 "extra": self.job.extra,
             },
             self.checkpoint_path,
@@ -233,8 +281,7 @@ class Trainer:
 
     # ---- the loop ----------------------------------------------------------------
     def learning_rate(self, step: int) -> float:
-        warmup = self.config.warmup_steps
-        return self.config.lr * (min(1.0, (step + 1) / warmup) if warmup else 1.0)
+        return scheduled_lr(self.config, step)
 
     def train_step(self, batch: Batch) -> torch.Tensor:
         """One optimiser step on the global `batch` at this step's learning rate.
@@ -252,10 +299,27 @@ class Trainer:
         return loss / self.world.size
 
     def fit(self) -> dict:
-        """Train to `config.steps`; raises `Preempted` after checkpointing if a signal arrived."""
+        """Train to `config.steps`; raises `Preempted` after checkpointing if a signal arrived.
+
+        Any other failure reaches the callbacks' `on_train_failed` before it propagates.
+        """
+        if self.finished is not None:  # a finished run re-invoked: report it, train nothing
+            if self.world.is_main:
+                print(f"[{self.name}] {self.checkpoint_path} is already at step {self.step}; nothing to train")
+            return dict(self.finished)
         self.net.train()
         for cb in self.callbacks:
             cb.on_train_start(self)
+        try:
+            return self._fit()
+        except Preempted:
+            raise
+        except BaseException as exc:
+            for cb in self.callbacks:
+                cb.on_train_failed(self.step, exc)
+            raise
+
+    def _fit(self) -> dict:
         started = time.perf_counter()
         # Losses stay on the device until logged: no host sync per step.
         window = self.window
@@ -273,7 +337,9 @@ class Trainer:
                 window["tokens"] += batch.n_tokens + int((batch.src != self.job.vocab.pad_id).sum())
                 if self.step % self.config.log_every == 0 or self.step == self.config.steps:
                     self._log(window)
-                if self.step % self.config.checkpoint_every == 0 or self.step == self.config.steps:
+                if self.step == self.config.steps:
+                    break
+                if self.step % self.config.checkpoint_every == 0:
                     self.save_checkpoint()
         summary = {
             "name": self.name,
@@ -285,6 +351,7 @@ class Trainer:
             "device": str(self.device),
             "processes": self.world.size,
         }
+        self.save_checkpoint(summary)
         for cb in self.callbacks:
             cb.on_train_end(summary)
         return summary
@@ -309,10 +376,24 @@ class Trainer:
             "samples_per_s": window["samples"] / elapsed,
             "tokens_per_s": window["tokens"] / elapsed,
         }
+        self._check_finite(metrics["loss"])
         self.last_metrics = metrics
         for cb in self.callbacks:
             cb.on_log(self.step, metrics)
         window.update(self._new_window())
+
+    def _check_finite(self, window_loss: float) -> None:
+        """Raise `Diverged` on a non-finite loss or weight (checked at logging and checkpoint steps)."""
+        bad = None
+        if not math.isfinite(window_loss):
+            bad = f"loss {window_loss}"
+        elif not all(bool(torch.isfinite(p).all()) for p in self.model.parameters()):
+            bad = "non-finite weights"
+        if bad is not None:
+            kept = (f"the last good checkpoint {self.checkpoint_path} is kept"
+                    if self.checkpoint_path.is_file() else "no checkpoint was written")
+            raise Diverged(f"{self.name}: training diverged by step {self.step} ({bad}); {kept}. "
+                           f"Lower train.lr or raise train.warmup_steps")
 
     def export(self, path: Path) -> None:
         """The trained model for evaluation: weights, architecture and vocabulary (rank 0 writes)."""

@@ -1,0 +1,112 @@
+"""The papers' experiments, one package each, found by name (fairseq's task registry is the model).
+
+An experiment is a folder `experiments/<name>/` whose `cli.py` defines `EXPERIMENT`, an
+`Experiment`: its name, its stages (the `tprepro` sub-commands that Snakemake and DVC run)
+and the params sections holding its models. The CLI and `tprepro validate` read them from
+here, so adding an experiment touches no shared module (see ARCHITECTURE.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+from typing import Callable
+
+Runner = Callable[[argparse.Namespace], "int | None"]
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One `tprepro <name>` sub-command."""
+
+    name: str  # sub-command, e.g. "two-variable-train"
+    help: str  # one line for `tprepro --help`
+    example: str  # a typical invocation, shown in the sub-command's --help
+    arguments: Callable[[argparse.ArgumentParser], None]  # adds the stage's options
+    run: Runner  # does the work (imports heavy modules lazily); returns an exit status or None
+    # Source files and folders (relative to src/tprepro/) whose edits change this stage's outputs:
+    # Snakemake takes their files as inputs and dvc.yaml lists them as deps (a test keeps them equal).
+    code: tuple[str, ...] = ()
+    # Data-parallel training: the number of processes this invocation asks for (params-dependent);
+    # with more than one, the CLI relaunches the same argv as that many workers.
+    processes: Callable[[argparse.Namespace], int] | None = None
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str  # package name under experiments/
+    title: str  # the paper and what is reproduced
+    stages: tuple[Stage, ...]
+    # The models the experiment builds: {dotted params path of a models mapping: names trained}
+    # (every one is resolved when params are loaded, so a bad preset stops before any job runs).
+    models: Callable[[dict], dict[str, list[str]]] = field(default=lambda params: {})
+
+
+# Code every stage of a kind runs, whatever the experiment (relative to src/tprepro/).
+COMMON = ("params", "io.py", "errors.py")
+TRAINING = (*COMMON, "data", "models", "train", "evaluate", "pipeline.py", "tracking.py")
+EVALUATION = (*COMMON, "data", "models", "evaluate", "train/checkpoint.py", "pipeline.py", "tracking.py")
+PUBLISHING = (*COMMON, "report", "evaluate/curves.py", "pipeline.py", "tracking.py")
+INTERPRETING = (*COMMON, "data", "models", "evaluate", "interpret", "train/checkpoint.py", "pipeline.py", "tracking.py")
+
+
+@functools.cache
+def experiments() -> dict[str, Experiment]:
+    """Every experiment package's EXPERIMENT, by name (importing only their light cli modules)."""
+    found = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.ispkg:
+            experiment = importlib.import_module(f"{__name__}.{info.name}.cli").EXPERIMENT
+            found[experiment.name] = experiment
+    return found
+
+
+# Argument groups several experiments' stages share.
+def train_arguments(parser: argparse.ArgumentParser, models: str, heldout: bool = False) -> None:
+    """One model trained on one training directory (`heldout`: and scored on a held-out one while it trains)."""
+    parser.add_argument("--model", required=True, help=f"a model name under {models} in the params file")
+    parser.add_argument("--train", required=True, help="the train dataset directory")
+    parser.add_argument("--vocab", required=True, help="the vocabulary file written by the data stage")
+    parser.add_argument("--out", required=True, help="directory for model.pt and train_metrics.json")
+    parser.add_argument("--checkpoints", required=True, help="directory for the resumable checkpoint")
+    if heldout:
+        parser.add_argument("--heldout", required=True,
+                            help="held-out dataset directory: a sample is scored at every checkpoint (learning curve)")
+
+
+def test_arguments(parser: argparse.ArgumentParser, out: str) -> None:
+    parser.add_argument("--model-dir", required=True, help="a trained model's directory (model.pt)")
+    parser.add_argument("--test", required=True, help="the test dataset directory")
+    parser.add_argument("--out", required=True, help=out)
+
+
+def table_arguments(parser: argparse.ArgumentParser, figures: bool = False) -> None:
+    parser.add_argument("--eval-dir", required=True, help="directory of the evaluation CSVs")
+    parser.add_argument("--models-dir", required=True, help="directory of the trained models")
+    parser.add_argument("--tables-dir", required=True, help="directory for the tables (CSV and markdown)")
+    parser.add_argument("--metrics", required=True, help="DVC metrics file (JSON)")
+    if figures:
+        parser.add_argument("--figures-dir", required=True, help="directory for the figures (PNG)")
+
+
+def stage(name: str) -> Stage:
+    """The stage behind `tprepro <name>`."""
+    for experiment in experiments().values():
+        for candidate in experiment.stages:
+            if candidate.name == name:
+                return candidate
+    raise KeyError(name)
+
+
+def code_files(name: str, root: str = "src/tprepro") -> list[str]:
+    """The Python files of stage `name`'s code under `root` (a checkout's package folder), sorted."""
+    from pathlib import Path
+
+    files = set()
+    for entry in stage(name).code:
+        path = Path(root) / entry
+        files.update(str(f) for f in (sorted(path.rglob("*.py")) if path.is_dir() else [path]))
+    return sorted(files)

@@ -1,0 +1,128 @@
+"""The `tprepro data` stage: produce one (split, module) dataset directory.
+
+Generation needs mathematics_dataset with sympy 1.4, which cannot share an
+environment with torch; from any other interpreter the stage re-runs itself in
+the generation interpreter (`$TPREPRO_GENERATE_PYTHON` or `./.venv-gen/bin/python`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import tprepro
+from tprepro.children import die_with_parent
+from tprepro.experiments.mathematics.modules import TRAIN_SPLITS, validate_module
+from tprepro.params import validate_section
+from tprepro.errors import TpreproError
+
+GENERATE_PYTHON_ENV = "TPREPRO_GENERATE_PYTHON"
+
+
+def can_generate_here() -> bool:
+    """Whether this interpreter has mathematics_dataset with sympy 1.4."""
+    try:
+        sympy_version = metadata.version("sympy")
+    except metadata.PackageNotFoundError:
+        return False
+    return sympy_version == "1.4" and importlib.util.find_spec("mathematics_dataset") is not None
+
+
+def generate_python() -> Path:
+    """The generation interpreter, or TpreproError saying how to get one."""
+    configured = os.environ.get(GENERATE_PYTHON_ENV)
+    path = Path(configured) if configured else Path.cwd() / ".venv-gen" / "bin" / "python"
+    if not path.exists():
+        where = f"{GENERATE_PYTHON_ENV}={configured}" if configured else str(path)
+        raise TpreproError(
+            f"{sys.executable} cannot run mathematics_dataset (needs sympy==1.4) and there is no "
+            f"generation interpreter at {where}; run `make install` or set {GENERATE_PYTHON_ENV}"
+        )
+    return path
+
+
+def _generate_elsewhere(split: str, module: str, out: Path, data_cfg: dict, processes: int) -> None:
+    """Re-run this stage in the generation interpreter, reporting its error as ours."""
+    python = generate_python()
+    command = [
+        str(python), "-m", "tprepro.experiments.mathematics.data_stage",
+        "--split", split, "--module", module, "--out", str(Path(out).absolute()),
+        "--config-json", json.dumps(data_cfg, sort_keys=True), "--processes", str(processes),
+    ]  # fmt: skip
+    env = dict(os.environ)
+    # Run this very source tree, whatever (if anything) is installed in that venv.
+    source_root = str(Path(tprepro.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [source_root, env.get("PYTHONPATH")]))
+    # Killing this stage (even with SIGKILL) kills the generator too: no orphan can later swap a
+    # dataset into `out` or race a re-run.
+    result = subprocess.run(command, env=env, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=die_with_parent(os.getpid()))
+    if result.returncode == 0:
+        sys.stderr.write(result.stderr)
+        return
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    errors = [line.removeprefix("error: ") for line in lines if line.startswith("error: ")]
+    detail = errors[-1] if errors else "\n".join(lines[-20:]) or "no error output"
+    raise TpreproError(f"{detail} (generation interpreter {python} exited with status {result.returncode})")
+
+
+def _run(split: str, module: str, out: Path, data_cfg: dict, processes: int, allow_reexec: bool) -> None:
+    validate_module(split, module)
+    validate_section("data", data_cfg, source="data settings")
+    if isinstance(processes, bool) or not isinstance(processes, int) or processes < 1:
+        raise TpreproError(f"processes: expected a positive integer, got {processes!r}")
+    rows_per_shard = data_cfg["rows_per_shard"]
+    if data_cfg["source"] == "release":
+        from tprepro.experiments.mathematics.release import load_release
+
+        load_release(data_cfg["release_root"], split, module, out, rows_per_shard)
+    elif can_generate_here():
+        from tprepro.experiments.mathematics.generate import generate_dataset
+
+        count = data_cfg["train_per_module"] if split in TRAIN_SPLITS else data_cfg["test_per_module"]
+        generate_dataset(
+            split, module, out,
+            seed=data_cfg["seed"], count=count, rows_per_shard=rows_per_shard, processes=processes,
+        )  # fmt: skip
+    elif allow_reexec:
+        _generate_elsewhere(split, module, out, data_cfg, processes)
+    else:
+        raise TpreproError(f"{sys.executable} cannot run mathematics_dataset (needs sympy==1.4)")
+
+
+def run_data_stage(split: str, module: str, out: Path, data_cfg: dict, processes: int = 1) -> None:
+    """Write the dataset directory `out` for (split, module) as `data_cfg` (params.yaml `data:`) says."""
+    _run(split, module, Path(out), data_cfg, processes, allow_reexec=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the re-executed stage (`python -m tprepro.experiments.mathematics.data_stage`)."""
+    parser = argparse.ArgumentParser(prog="python -m tprepro.experiments.mathematics.data_stage")
+    parser.add_argument("--split", required=True)
+    parser.add_argument("--module", required=True)
+    parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument("--config-json", required=True, help="the data: section of params.yaml as JSON")
+    parser.add_argument("--processes", type=int, default=1)
+    args = parser.parse_args(argv)
+    try:
+        data_cfg = json.loads(args.config_json)
+        if not isinstance(data_cfg, dict):
+            raise TpreproError("--config-json: expected a JSON object")
+        _run(args.split, args.module, args.out, data_cfg, args.processes, allow_reexec=False)
+    except json.JSONDecodeError as exc:
+        print(f"error: --config-json: invalid JSON ({exc})", file=sys.stderr)
+        return 2
+    except TpreproError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

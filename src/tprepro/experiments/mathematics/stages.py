@@ -1,0 +1,111 @@
+"""Stages of the Mathematics Dataset experiment (Schlag et al.): vocab, train, evaluate, tables.
+
+Each function backs one `tprepro` sub-command (see cli.py); Snakemake and DVC call those
+commands, tests may call these functions directly. The shared skeletons are in pipeline.py.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Sequence
+
+from tprepro.params import TrainConfig, load_params
+from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE
+from tprepro.data.shards import Dataset, open_dataset
+from tprepro.errors import TpreproError
+from tprepro.pipeline import (MODEL_FILE, heldout_settings, model_config, publish_table, published_rows,
+                              read_train_metrics, train_model, training_run, write_evaluation, write_role_sharpness)
+
+
+def module_datasets(split_dirs: Sequence[Path], modules: Sequence[str]) -> list[tuple[str, str, Dataset]]:
+    """(split, module, dataset) for every module of the grid under each split directory."""
+    return [(d.name, m, open_dataset(d / m)) for d in split_dirs for m in modules]
+
+
+def build_vocab_stage(params_path: str, train_dirs: Sequence[Path], out: Path) -> None:
+    from tprepro.data.vocab import build_vocab
+
+    params = load_params(params_path)
+    datasets = [ds for _, _, ds in module_datasets(train_dirs, params["grid"]["modules"])]
+    vocab = build_vocab(datasets, params["vocab"]["min_count"])
+    vocab.save(out)
+    print(f"vocabulary: {len(vocab)} symbols -> {out}")
+
+
+def train_stage(params_path: str, name: str, seed: int, train_dirs: Sequence[Path], vocab_path: Path,
+                out: Path, checkpoints: Path, heldout_dir: Path) -> dict:
+    """Train one (model, seed); the learning curve scores a sample of `heldout_dir` (the interpolate split)."""
+    params = load_params(params_path)
+    if name not in params["models"]:
+        raise TpreproError(f"{params_path}: models.{name}: no such model")
+    modules = params["grid"]["modules"]
+    datasets = {f"{split}/{module}": ds for split, module, ds in module_datasets(train_dirs, modules)}
+    heldout = heldout_settings(params, [ds for _, _, ds in module_datasets([heldout_dir], modules)], seed)
+    return train_model(name, seed, model_config(params, name), TrainConfig.from_params(params), datasets,
+                       vocab_path, out, checkpoints, params["mlflow"]["experiment"], data_settings=params["data"],
+                       heldout=heldout)
+
+
+def evaluate_stage(params_path: str, model_dir: Path, interpolate_dir: Path, extrapolate_dir: Path,
+                   train_dirs: Sequence[Path], out: Path) -> None:
+    from tprepro.evaluate.evaluate import full_set, load_trained, score, train_sample
+    from tprepro.train.trainer import pick_device
+
+    params = load_params(params_path)
+    settings, grid = params["evaluate"], params["grid"]
+    summary = read_train_metrics(model_dir)
+    model, vocab, _ = load_trained(model_dir / MODEL_FILE, pick_device(params["train"]["device"]))
+
+    sets = [full_set(INTERPOLATE, m, open_dataset(interpolate_dir / m)) for m in grid["modules"]]
+    sets += [full_set(EXTRAPOLATE, m, open_dataset(extrapolate_dir / m)) for m in grid["extrapolation_modules"]]
+    for module in grid["modules"]:
+        per_split = [open_dataset(d / module) for d in train_dirs]
+        sets.append(train_sample(module, per_split, settings["train_sample"], summary["seed"]))
+
+    rows = []
+    for eval_set in sets:
+        result = score(model, vocab, eval_set, settings["batch_size"], settings["max_answer_length"])
+        rows.append({"model": summary["model"], "seed": summary["seed"], **result})
+        print(f"{eval_set.split:>11} {eval_set.module:<40} {result['accuracy']:.3f} (n={result['n']})")
+    with training_run(params["mlflow"]["experiment"], summary) as run:  # FAILED if a write fails
+        write_evaluation(rows, out, run, summary["steps"])
+        test_rows = [row for eval_set in sets if eval_set.split != "train" for row in eval_set.rows]
+        write_role_sharpness(model, vocab, test_rows, settings["batch_size"], out, run, summary)
+        run.finish()
+
+
+def tables_stage(params_path: str, eval_dir: Path, models_dir: Path, tables_dir: Path,
+                 figures_dir: Path, metrics_path: Path) -> None:
+    from tprepro.experiments.mathematics.figures import module_figure
+    from tprepro.report.curves import curve_figure, read_curves
+    from tprepro.report.tables import module_table, read_eval, table1, table1_markdown, write_csv
+
+    params = load_params(params_path)
+    grid, threshold = params["grid"], params["report"]["threshold"]
+    runs = {f"{m}-s{s}": (m, s) for m in grid["models"] for s in grid["seeds"]}
+    curves = read_curves(models_dir, runs)
+    evals = read_eval([eval_dir / f"{run}.csv" for run in runs])
+    modules = module_table(evals)
+    training: dict[str, dict] = {}
+    for run in runs:  # parameters and steps per model (equal across seeds)
+        summary = read_train_metrics(models_dir / run)
+        training.setdefault(summary["model"], summary)
+    table = table1(evals, training, threshold)
+
+    train = params["train"]
+    budget = (f"{train['steps']} steps of batch {train['batch_size']} on {len(grid['modules'])} training modules, "
+              f"{params['data']['test_per_module']} test problems per module")
+    markdown = table1_markdown(table, threshold, len(grid["modules"]), len(grid["extrapolation_modules"]),
+                               published_rows(params, grid["models"], "mathematics"), budget)
+    writers = {
+        tables_dir / "mathematics_modules.csv": lambda path: write_csv(modules, path),
+        tables_dir / "table1.csv": lambda path: write_csv(table, path),
+        tables_dir / "table1.md": lambda path: path.write_text(markdown, encoding="utf-8"),
+        figures_dir / "mathematics_modules.png": lambda path: module_figure(modules, path),
+        figures_dir / "learning_curves.png": lambda path: curve_figure(
+            curves, path, f"Mathematics Dataset: learning curves on the interpolate split ({budget})"),
+    }
+    publish_table(params["mlflow"]["experiment"], "tables", {"stage": "tables"}, table, writers, metrics_path)
+    print(markdown)

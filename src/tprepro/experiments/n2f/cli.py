@@ -1,0 +1,100 @@
+"""The TP-N2F experiments' stages as `tprepro` sub-commands (one --task per invocation)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tprepro.experiments import COMMON, EVALUATION, INTERPRETING, PUBLISHING, TRAINING, Experiment, Stage, table_arguments, test_arguments, train_arguments
+from tprepro.experiments.n2f import TASKS
+
+
+def _with_task(arguments):
+    def add(p) -> None:
+        p.add_argument("--task", required=True, choices=TASKS, help="a task listed in n2f.tasks")
+        arguments(p)
+    return add
+
+
+def _data_arguments(p) -> None:
+    p.add_argument("--out", required=True, help="directory for train/, test/ and vocab.json")
+
+
+def _data(args) -> None:
+    from tprepro.experiments.n2f.stages import data_stage
+
+    data_stage(args.params, args.task, Path(args.out))
+
+
+def _quality_arguments(p) -> None:
+    p.add_argument("--data", required=True, help="the task's data directory (train/ and test/)")
+    p.add_argument("--out", required=True, help="JSON report")
+
+
+def _quality(args) -> None:
+    from tprepro.experiments.n2f.stages import quality_stage
+
+    quality_stage(args.params, args.task, Path(args.data), Path(args.out))
+
+
+def _train(args) -> None:
+    from tprepro.experiments.n2f.stages import train_stage
+
+    train_stage(args.params, args.task, args.model, Path(args.train), Path(args.vocab), Path(args.out),
+                Path(args.checkpoints))
+
+
+def _train_processes(args) -> int:
+    from tprepro.params import load_params, n2f_train
+
+    return n2f_train(load_params(args.params), args.task)["processes"]
+
+
+def _evaluate(args) -> None:
+    from tprepro.experiments.n2f.stages import evaluate_stage
+
+    evaluate_stage(args.params, args.task, Path(args.model_dir), Path(args.test), Path(args.out))
+
+
+def _tables(args) -> None:
+    from tprepro.experiments.n2f.stages import tables_stage
+
+    tables_stage(args.params, args.task, Path(args.eval_dir), Path(args.models_dir), Path(args.tables_dir),
+                 Path(args.metrics))
+
+
+def _interpret(args) -> None:
+    from tprepro.interpret.stages import n2f_stage
+
+    n2f_stage(args.params, args.task, Path(args.model_dir), Path(args.test), Path(args.out))
+
+
+EXPERIMENT = Experiment(
+    name="n2f",
+    title="Chen et al. 2020: TP-N2F and its baselines on MathQA (Table 1) and AlgoLisp (Table 2)",
+    stages=(
+        Stage("n2f-data", "load or generate an N2F task's train/ and test/ sets and vocabularies",
+              "tprepro n2f-data --task algolisp --out data/n2f/algolisp", _with_task(_data_arguments), _data, code=(*COMMON, "experiments/n2f", "data/shards.py")),
+        Stage("n2f-quality", "how often the gold programs succeed, per split",
+              "tprepro n2f-quality --task algolisp --data data/n2f/algolisp --out results/n2f/algolisp_quality.json",
+              _with_task(_quality_arguments), _quality, code=(*COMMON, "experiments/n2f", "data/shards.py", "tracking.py")),
+        Stage("n2f-train", "train one N2F model (resumes from its last checkpoint)",
+              "tprepro n2f-train --task algolisp --model tp_n2f --train data/n2f/algolisp/train "
+              "--vocab data/n2f/algolisp/vocab.json --out n2f/models/algolisp/tp_n2f "
+              "--checkpoints n2f/checkpoints/algolisp/tp_n2f",
+              _with_task(lambda p: train_arguments(p, "n2f.models")), _train, processes=_train_processes, code=(*TRAINING, "experiments/n2f")),
+        Stage("n2f-evaluate", "greedy programs on the test split, scored the task's way",
+              "tprepro n2f-evaluate --task algolisp --model-dir n2f/models/algolisp/tp_n2f "
+              "--test data/n2f/algolisp/test --out n2f/eval/algolisp/tp_n2f.csv",
+              _with_task(lambda p: test_arguments(p, "per-metric CSV")), _evaluate, code=(*EVALUATION, "experiments/n2f")),
+        Stage("n2f-tables", "the task's table (MathQA: Table 1, AlgoLisp: Table 2)",
+              "tprepro n2f-tables --task algolisp --eval-dir n2f/eval/algolisp --models-dir n2f/models/algolisp "
+              "--tables-dir results/tables --metrics results/algolisp_metrics.json",
+              _with_task(table_arguments), _tables, code=(*PUBLISHING, "experiments/n2f")),
+        Stage("interpret-n2f", "cluster the TP-N2F decoder's relation unbinding vectors",
+              "tprepro interpret-n2f --task algolisp --model-dir n2f/models/algolisp/tp_n2f "
+              "--test data/n2f/algolisp/test --out results/interpret/n2f/algolisp",
+              _with_task(lambda p: test_arguments(p, "output directory (replaced only when complete)")), _interpret,
+              code=(*INTERPRETING, "experiments/n2f")),
+    ),
+    models=lambda params: {f"n2f.{task}.models": list(params["n2f"]["models"]) for task in params["n2f"]["tasks"]},
+)

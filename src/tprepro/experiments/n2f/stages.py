@@ -1,0 +1,157 @@
+"""Stages of the TP-N2F experiments (Chen et al. 2020): MathQA (Table 1) and AlgoLisp (Table 2).
+
+Per task: data -> quality -> train (per model) -> evaluate (per model) -> tables.
+Settings come from params.yaml `n2f:`; what differs between the tasks (loading,
+gold-program checks, scoring, the table) lives in n2f_tasks.py. Training runs
+through the same dataset-agnostic core as every other experiment
+(stages.train_model), with the tuple vocabularies as its codec.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tprepro.params import TrainConfig, load_params, n2f_train
+from tprepro.data.shards import open_dataset, write_dataset
+from tprepro.errors import TpreproError
+from tprepro.io import atomic_write_text
+from tprepro.experiments.n2f.tasks import TEST, TRAIN, get_task
+from tprepro.pipeline import (MODEL_FILE, model_config, publish_table, published_rows, read_train_metrics,
+                              train_model, training_run, write_evaluation)
+
+VOCAB_FILE = "vocab.json"
+
+
+def _task_settings(params: dict, task: str, params_path: str) -> dict:
+    if task not in params["n2f"]["tasks"]:
+        raise TpreproError(f"{params_path}: n2f.tasks: {task!r} is not listed")
+    return params["n2f"][task]
+
+
+def data_stage(params_path: str, task: str, out: Path) -> None:
+    """Write `out/train`, `out/test` (parquet) and `out/vocab.json` (the training split's vocabularies)."""
+    from tprepro.experiments.n2f.tuple_vocab import build_tuple_vocab
+
+    params = load_params(params_path)
+    spec = get_task(task)
+    settings = _task_settings(params, task, params_path)["data"]
+    splits = spec.load(settings)  # {"train": rows, "test": rows}
+    out.mkdir(parents=True, exist_ok=True)
+    for split, rows in splits.items():
+        if not rows:
+            raise TpreproError(f"{params_path}: n2f.{task}.data: the {split} split has no examples")
+        size = settings["rows_per_shard"]
+        write_dataset(out / split, (rows[i : i + size] for i in range(0, len(rows), size)), spec.schema,
+                      task=task, label=spec.split_label(settings, split))
+        print(f"{split} ({spec.split_label(settings, split)}): {len(rows)} examples -> {out / split}")
+    vocab = build_tuple_vocab(((r["question"], r["answer"]) for r in splits[TRAIN]), spec.arity,
+                              params["vocab"]["min_count"])
+    vocab.save(out / VOCAB_FILE)
+    print(f"vocabularies: {len(vocab.words)} words, {len(vocab.relations)} relations, "
+          f"{len(vocab.arguments)} arguments -> {out / VOCAB_FILE}")
+
+
+def quality_stage(params_path: str, task: str, data_dir: Path, out: Path) -> None:
+    """How often the gold programs themselves succeed, per split (MathQA's noise; AlgoLisp's cleaned set)."""
+    from tprepro.data.shards import iter_rows
+    from tprepro.tracking import Run
+
+    params = load_params(params_path)
+    spec = get_task(task)
+    settings = _task_settings(params, task, params_path)
+    report = {}
+    for split in (TRAIN, TEST):
+        rows = list(iter_rows(open_dataset(data_dir / split), spec.schema.names))
+        report[split] = {"label": spec.split_label(settings["data"], split), **spec.quality(rows, settings)}
+        print(f"{split} ({report[split]['label']}): {json.dumps(report[split], sort_keys=True)}")
+    atomic_write_text(out, json.dumps(report, indent=2, sort_keys=True) + "\n")
+    run = Run(params["mlflow"]["experiment"], f"{task}/quality", tags={"stage": "n2f_quality", "task": task})
+    run.log_metrics({f"{split}.{key}": value for split, entry in report.items()
+                     for key, value in entry.items() if isinstance(value, (int, float))})
+    run.log_artifact(out, "results")
+    run.finish()
+
+
+def train_stage(params_path: str, task: str, name: str, train_dir: Path, vocab_path: Path, out: Path,
+                checkpoints: Path) -> dict:
+    from tprepro.experiments.n2f.tuple_vocab import TupleVocab
+
+    params = load_params(params_path)
+    section = params["n2f"]
+    settings = _task_settings(params, task, params_path)
+    if name not in section["models"]:
+        raise TpreproError(f"{params_path}: n2f.models: no model {name!r}")
+    spec = get_task(task)
+    model = model_config(params, name, f"n2f.{task}.models")
+    if model.tuple_arity != spec.arity:
+        raise TpreproError(f"{params_path}: n2f.{task}.models.{name}.tuple_arity: {task} tuples have "
+                           f"{spec.arity} arguments, the model {model.tuple_arity}")
+    config = TrainConfig.from_params({"train": n2f_train(params, task)})
+    return train_model(name, section["seed"], model, config, {"train": open_dataset(train_dir)}, vocab_path,
+                       out, checkpoints, params["mlflow"]["experiment"], data_settings=settings["data"],
+                       run_prefix=f"{task}/", codec=TupleVocab.load(vocab_path))
+
+
+def predict_programs(model, vocab, questions: list[str], batch_size: int, max_tuples: int) -> list:
+    """Greedy programs for `questions`, decoded in length-sorted batches."""
+    import torch
+
+    device = next(model.parameters()).device
+    order = sorted(range(len(questions)), key=lambda i: len(questions[i].split()))
+    programs: list = [None] * len(questions)
+    with torch.inference_mode():
+        for start in range(0, len(order), batch_size):
+            chunk = order[start : start + batch_size]
+            src = vocab.encode_sources([questions[i] for i in chunk]).to(device)  # [B, S]
+            decoded = model.greedy_decode(src, max_tuples)  # [B, T, 1 + K]
+            for i, ids in zip(chunk, decoded.cpu()):
+                programs[i] = vocab.decode_program(ids)
+    return programs
+
+
+def evaluate_stage(params_path: str, task: str, model_dir: Path, test_dir: Path, out: Path) -> None:
+    """Greedy programs for the test split, scored the task's way; one CSV row per (test set, metric)."""
+    from tprepro.data.shards import iter_rows
+    from tprepro.evaluate.evaluate import load_trained
+    from tprepro.train.trainer import pick_device
+
+    params = load_params(params_path)
+    spec = get_task(task)
+    settings = _task_settings(params, task, params_path)
+    evaluation = params["n2f"]["evaluate"]
+    summary = read_train_metrics(model_dir)
+    model, vocab, _ = load_trained(model_dir / MODEL_FILE, pick_device(n2f_train(params, task)["device"]))
+    rows = list(iter_rows(open_dataset(test_dir), spec.schema.names))
+    predictions = predict_programs(model, vocab, [r["question"] for r in rows], evaluation["batch_size"],
+                                   evaluation["max_tuples"])
+    results = spec.score(rows, predictions, settings, spec.split_label(settings["data"], "test"))
+    table = [{"model": summary["model"], "seed": summary["seed"], **result} for result in results]
+    for result in table:
+        print(f"{result['split']:>14} {result['module']:<20} {result['accuracy']:.4f} (n={result['n']})")
+    with training_run(params["mlflow"]["experiment"], summary) as run:  # FAILED if a write fails
+        write_evaluation(table, out, run, summary["steps"])
+        run.finish()
+
+
+def tables_stage(params_path: str, task: str, eval_dir: Path, models_dir: Path, tables_dir: Path,
+                 metrics_path: Path) -> None:
+    """The paper's table of `task` (MathQA: Table 1, AlgoLisp: Table 2), one row per model."""
+    from tprepro.report.tables import read_eval, write_csv
+
+    params = load_params(params_path)
+    spec = get_task(task)
+    settings = _task_settings(params, task, params_path)
+    names = params["n2f"]["models"]
+    evals = read_eval([eval_dir / f"{name}.csv" for name in names])
+    training = {name: read_train_metrics(models_dir / name) for name in names}
+    table = spec.table(evals, training, names, settings["data"])
+    train = n2f_train(params, task)
+    budget = f"{train['steps']} steps of batch {train['batch_size']}"
+    markdown = spec.markdown(table, settings["data"], published_rows(params, names, task, f"n2f.{task}.models"),
+                             budget)
+    writers = {tables_dir / f"{task}.csv": lambda path: write_csv(table, path),
+               tables_dir / f"{task}.md": lambda path: path.write_text(markdown, encoding="utf-8")}
+    publish_table(params["mlflow"]["experiment"], f"{task}/tables", {"stage": "n2f_tables", "task": task}, table,
+                  writers, metrics_path)
+    print(markdown)

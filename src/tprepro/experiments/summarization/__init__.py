@@ -1,0 +1,12 @@
+"""The summarization experiment of Jiang et al. (2021): TPT-d vs TPT-c vs Transformer, scored with ROUGE.
+
+corpus.py writes a CI corpus (standard-library docstrings) in each dataset's release
+format; loaders.py reads those formats into parquet shards; tokenizer.py trains the
+sentencepiece vocabulary and is the trainer's codec; decoding.py is beam search;
+scoring.py is ROUGE with bootstrap intervals; table.py builds the paper's table;
+stages.py wires them into pipeline stages.
+"""
+
+TRAIN, VALIDATION, TEST = "train", "validation", "test"
+SPLITS = (TRAIN, VALIDATION, TEST)
+DATASETS = ("xsum", "cnndm", "wikihow", "arxiv")

@@ -1,0 +1,106 @@
+"""Stages of the two-variable arithmetic experiment (Wangperawong 2018, Table 3).
+
+data -> train (per model) -> evaluate (per model) -> tables. Settings come from
+the `two_variable:` section of params.yaml; training and evaluation run through
+the same dataset-agnostic core as the Mathematics stages (stages.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tprepro.params import TrainConfig, load_params, two_variable_train
+from tprepro.data.shards import open_dataset
+from tprepro.errors import TpreproError
+from tprepro.pipeline import (MODEL_FILE, heldout_settings, model_config, publish_table, published_rows,
+                              read_train_metrics, train_model, training_run, write_evaluation)
+
+MODELS = "two_variable.models"
+RUN_PREFIX = "two_variable/"  # MLflow run names: two_variable/<model>-s<seed>, two_variable/tables
+
+
+def data_stage(params_path: str, out: Path, vocab_out: Path) -> None:
+    """Write `out/train`, `out/test` and the character vocabulary of the training split."""
+    from tprepro.experiments.two_variable.data import write_two_variable
+    from tprepro.data.vocab import build_vocab
+
+    params = load_params(params_path)
+    settings = params["two_variable"]["data"]
+    directories = write_two_variable(out, **settings)
+    vocab = build_vocab([open_dataset(directories["train"])], params["vocab"]["min_count"])
+    vocab.save(vocab_out)
+    for split, directory in directories.items():
+        print(f"{split}: {open_dataset(directory).rows} problems -> {directory}")
+    print(f"vocabulary: {len(vocab)} symbols -> {vocab_out}")
+
+
+def train_stage(params_path: str, name: str, train_dir: Path, vocab_path: Path, out: Path,
+                checkpoints: Path, heldout_dir: Path) -> dict:
+    """Train one model; the learning curve scores a sample of `heldout_dir` (the test split)."""
+    params = load_params(params_path)
+    section = params["two_variable"]
+    if name not in section["models"]:
+        raise TpreproError(f"{params_path}: {MODELS}.{name}: no such model")
+    train = two_variable_train(params)
+    heldout = heldout_settings(params, [open_dataset(heldout_dir)], section["seed"], train)
+    return train_model(name, section["seed"], model_config(params, name, MODELS), TrainConfig.from_params(
+                           {"train": train}), {"train": open_dataset(train_dir)}, vocab_path, out, checkpoints,
+                       params["mlflow"]["experiment"], data_settings=section["data"], run_prefix=RUN_PREFIX,
+                       heldout=heldout)
+
+
+def evaluate_stage(params_path: str, model_dir: Path, test_dir: Path, out: Path) -> None:
+    """Exact-match accuracy on the test split, one row per expression type."""
+    from tprepro.data.shards import iter_rows
+    from tprepro.experiments.two_variable.data import METRIC_NAMES, TEST, TYPES
+    from tprepro.evaluate.evaluate import EvalSet, load_trained, score
+    from tprepro.train.trainer import pick_device
+
+    params = load_params(params_path)
+    settings = params["evaluate"]
+    summary = read_train_metrics(model_dir)
+    model, vocab, _ = load_trained(model_dir / MODEL_FILE, pick_device(two_variable_train(params)["device"]))
+    by_type: dict[str, list[tuple[str, str]]] = {label: [] for label in TYPES}
+    for row in iter_rows(open_dataset(test_dir), columns=("question", "answer", "module")):
+        if row["module"] not in by_type:
+            raise TpreproError(f"{test_dir}: unknown expression type {row['module']!r}")
+        by_type[row["module"]].append((row["question"], row["answer"]))
+
+    rows = []
+    for label, pairs in by_type.items():
+        result = score(model, vocab, EvalSet(TEST, label, pairs), settings["batch_size"],
+                       settings["max_answer_length"])
+        rows.append({"model": summary["model"], "seed": summary["seed"], **result})
+        print(f"{label:<4} {result['accuracy']:.3f} (n={result['n']})")
+    with training_run(params["mlflow"]["experiment"], summary) as run:  # FAILED if a write fails
+        write_evaluation(rows, out, run, summary["steps"], METRIC_NAMES.__getitem__)
+        run.finish()
+
+
+def tables_stage(params_path: str, eval_dir: Path, models_dir: Path, tables_dir: Path, figures_dir: Path,
+                 metrics_path: Path) -> None:
+    """Table 3's shape: accuracy per expression type and overall, plus training wall time, per model;
+    and the models' learning curves."""
+    from tprepro.experiments.two_variable.data import METRIC_NAMES
+    from tprepro.experiments.two_variable.table import type_table, type_table_markdown
+    from tprepro.report.curves import curve_figure, read_curves
+    from tprepro.report.tables import read_eval, write_csv
+
+    params = load_params(params_path)
+    names = list(params["two_variable"]["models"])
+    curves = read_curves(models_dir, {name: (name, params["two_variable"]["seed"]) for name in names})
+    evals = read_eval([eval_dir / f"{name}.csv" for name in names])
+    training = {name: read_train_metrics(models_dir / name) for name in names}
+    table = type_table(evals, training)
+
+    train = two_variable_train(params)
+    budget = (f"{train['steps']} steps of batch {train['batch_size']}, "
+              f"{params['two_variable']['data']['size']} problems")
+    markdown = type_table_markdown(table, published_rows(params, names, "two_variable", MODELS), budget)
+    writers = {tables_dir / "two_variable_types.csv": lambda path: write_csv(table, path),
+               tables_dir / "two_variable_types.md": lambda path: path.write_text(markdown, encoding="utf-8"),
+               figures_dir / "two_variable_learning_curves.png": lambda path: curve_figure(
+                   curves, path, f"Two-variable arithmetic: learning curves on the test split ({budget})")}
+    publish_table(params["mlflow"]["experiment"], f"{RUN_PREFIX}tables", {"stage": "two_variable_tables"}, table,
+                  writers, metrics_path, metric_name=lambda key: METRIC_NAMES.get(key, key))
+    print(markdown)

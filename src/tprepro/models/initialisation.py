@@ -1,0 +1,69 @@
+"""Weight initialisation schemes of the Transformer-family archs (config field `init`).
+
+- `authors`: what the TP-Transformer authors' released code (ischlag/TP-Transformer,
+  models/tp-transformer.py and models/transformer.py) sets in its reset methods:
+  E ~ N(0, 1/d_z), so the input E x sqrt(d_z) is ~N(0, 1) and the tied output layer
+  (Eq. 8) starts with logits of unit scale; W^(p) ~ N(0, 1/d_z) with the role of Eq. 2
+  taken as r = W^(p) e + b^(p) + 1 ("such that initially ~N(1,1)"): the +1 is folded
+  into b^(p)'s starting value, which gives the same function and the same gradients;
+  every W^(r) ~ N(0, 1/d_r); every other matrix Xavier-uniform. Biases keep PyTorch's
+  nn.Linear default U(-1/sqrt(fan_in), 1/sqrt(fan_in)), as in the authors' code, which
+  never re-initialises a bias. LayerNorms start at the identity.
+- `paper_literal`: the literal reading of Schlag et al. Sec. 4.1: E ~ N(0, 1) (then
+  scaled by sqrt(d_z)), W^(p) ~ N(1, 1), Xavier-uniform elsewhere, zero biases.
+- `pytorch`: the modules' own defaults (nothing is changed here).
+
+A TPT-d role dictionary keeps its N(0, 1) start under every scheme (it is L2-normalised
+on every forward); its score matrix W_r is one of the "other" matrices.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from tprepro.models.binding import ContinuousRoleBinding
+from tprepro.models.config import INITS
+from tprepro.models.tpr_bindings import FullTensorBinding
+
+AUTHORS, PAPER_LITERAL, PYTORCH = INITS
+
+
+def initialise(model: nn.Module, tokens: nn.Embedding, role: nn.Linear | None, scheme: str) -> None:
+    """Initialise `model` in place by `scheme`. `tokens` is E and `role` is W^(p), b^(p) (or None)."""
+    if scheme == AUTHORS:
+        init_authors(model, tokens, role)
+    elif scheme == PAPER_LITERAL:
+        init_paper_literal(model, tokens, role)
+    elif scheme != PYTORCH:
+        raise ValueError(f"unknown init scheme {scheme!r}; known: {', '.join(INITS)}")
+
+
+def init_authors(model: nn.Module, tokens: nn.Embedding, role: nn.Linear | None) -> None:
+    """The authors' released code; see the module docstring."""
+    for module in model.modules():
+        if isinstance(module, nn.Linear):
+            nn.init.xavier_uniform_(module.weight)  # the bias keeps PyTorch's default
+    d_model = tokens.embedding_dim
+    nn.init.normal_(tokens.weight, mean=0.0, std=d_model**-0.5)
+    if role is not None:
+        nn.init.normal_(role.weight, mean=0.0, std=d_model**-0.5)
+        with torch.no_grad():
+            role.bias.add_(1.0)  # r = W^(p) e + b^(p) + 1
+    for module in model.modules():
+        if isinstance(module, (ContinuousRoleBinding, FullTensorBinding)):
+            d_role = module.role_proj.out_features // module.n_heads  # d_r (= d_k for continuous_role)
+            nn.init.normal_(module.role_proj.weight, mean=0.0, std=d_role**-0.5)
+
+
+def init_paper_literal(model: nn.Module, tokens: nn.Embedding, role: nn.Linear | None) -> None:
+    """Sec. 4.1 read literally: E ~ N(0, 1), W^(p) ~ N(1, 1), every other matrix
+    Xavier-uniform; biases (unspecified in the paper) start at zero."""
+    for module in model.modules():
+        if isinstance(module, nn.Linear):
+            nn.init.xavier_uniform_(module.weight)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+    nn.init.normal_(tokens.weight, mean=0.0, std=1.0)
+    if role is not None:
+        nn.init.normal_(role.weight, mean=1.0, std=1.0)

@@ -1,0 +1,341 @@
+"""Load and validate params.yaml, the single source of settings.
+
+Snakemake (workflow/rules/common.smk) and every `tprepro` stage call
+`load_params`, so a wrong key or type stops everything with a message that
+names the file and the key before any work starts.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import math
+import os
+from dataclasses import dataclass, fields
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from tprepro.errors import TpreproError, suggestion
+
+DEFAULT_PARAMS = "params.yaml"
+# Snakemake points its jobs at the params file it resolved (--config params=FILE, key=value overrides)
+# through this variable; the `--params` option of every stage defaults to it, then to params.yaml.
+PARAMS_ENV = "TPREPRO_PARAMS"
+RESOLVED_PARAMS = ".snakemake/tprepro/params.yaml"  # where Snakemake writes params with --config overrides
+
+
+def default_params_path() -> str:
+    return os.environ.get(PARAMS_ENV) or DEFAULT_PARAMS
+
+
+@functools.cache
+def _schema() -> dict:
+    """The params schema, read once per process (callers must not mutate it)."""
+    text = resources.files("tprepro.params").joinpath("schema.yaml").read_text(encoding="utf-8")
+    return yaml.safe_load(text)
+
+
+def _key_path(error: jsonschema.ValidationError) -> str:
+    parts = [str(p) for p in error.absolute_path]
+    if error.validator == "additionalProperties":
+        # Name the offending key itself, not only its parent.
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        parts.append(",".join(extra))
+    elif error.validator == "required":
+        missing = [k for k in error.validator_value if k not in error.instance]
+        parts.append(",".join(missing))
+    return ".".join(parts) or "<top level>"
+
+
+def _first_error(schema: dict, value: Any, source: str, prefix: list[str]) -> None:
+    errors = jsonschema.Draft202012Validator(schema).iter_errors(value)
+    first = min(errors, key=lambda e: list(map(str, e.absolute_path)), default=None)
+    if first is not None:
+        key = _key_path(first)
+        key = ".".join(prefix + ([] if key == "<top level>" else [key])) or key
+        raise TpreproError(f"{source}: {key}: {first.message}")
+
+
+def validate_section(name: str, value: Any, source: str = DEFAULT_PARAMS) -> dict:
+    """Check one section (e.g. the `data:` settings handed to a subprocess) against its schema."""
+    schema = _schema()
+    _first_error({"$defs": schema["$defs"], **schema["properties"][name]}, value, source, [name])
+    if name == "data" and value["source"] == "release" and not value["release_root"]:
+        raise TpreproError(f"{source}: data.release_root: required when data.source is 'release'")
+    return value
+
+
+def validate_params(params: Any, source: str = DEFAULT_PARAMS, models: bool = True) -> dict:
+    """Check `params` against the schema and the cross-key rules; return it.
+
+    models: also resolve every model's preset and overrides (needs torch; the data stage,
+    which runs in the generation venv without torch, passes False).
+    """
+    if not isinstance(params, dict):
+        raise TpreproError(f"{source}: expected a mapping at the top level")
+    _check_finite(params, source, [])
+    _first_error(_schema(), params, source, [])
+    validate_section("data", params["data"], source)
+    _check_grid(params, source)
+    _check_two_variable(params, source)
+    _check_n2f(params, source)
+    _check_summarization(params, source)
+    _check_interpret(params, source)
+    if models:
+        _check_models(params, source)
+    return params
+
+
+def _check_summarization(params: dict, source: str) -> None:
+    from tprepro.experiments.summarization.settings import check_summarization
+
+    train = {"$defs": _schema()["$defs"], **_schema()["properties"]["train"]}
+    check_summarization(params, source, lambda value, prefix: _first_error(train, value, source, prefix))
+
+
+def _check_finite(value: Any, source: str, path: list[str]) -> None:
+    """No setting may be .inf or .nan (YAML reads both as floats that pass numeric bounds)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise TpreproError(f"{source}: {'.'.join(path) or '<top level>'}: expected a finite number, got {value}")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_finite(item, source, [*path, str(key)])
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_finite(item, source, [*path, str(index)])
+
+
+def _check_models(params: dict, source: str) -> None:
+    """Every model the pipeline will build: a known preset and known, well-typed overrides."""
+    from tprepro.experiments import experiments
+    from tprepro.models.config import resolve_model_config
+
+    built = {section: names for experiment in experiments().values()
+             for section, names in experiment.models(params).items()}
+    for section, names in built.items():
+        models = params
+        for key in section.split("."):
+            models = models[key]
+        for name in names:
+            entry = dict(models[name])
+            preset = entry.pop("preset")
+            _reraise_with_key(lambda: resolve_model_config(preset, entry, where=f"{section}.{name}"), source)
+
+
+def _check_interpret(params: dict, source: str) -> None:
+    """The interpreted module and N2F model are ones the pipeline trains on / trains."""
+    settings = params["interpret"]
+    if settings["module"] not in params["grid"]["modules"]:
+        raise TpreproError(f"{source}: interpret.module: '{settings['module']}' is not in grid.modules")
+    if settings["unbinding"]["model"] not in params["n2f"]["models"]:
+        raise TpreproError(f"{source}: interpret.unbinding.model: '{settings['unbinding']['model']}' "
+                           "is not in n2f.models")
+
+
+def two_variable_train(params: dict) -> dict:
+    """The train settings of the two-variable experiment: `train` with `two_variable.train` on top."""
+    return merge_overrides(params["train"], params["two_variable"]["train"])
+
+
+def _check_two_variable(params: dict, source: str) -> None:
+    from tprepro.experiments.two_variable.data import split_sizes
+
+    schema = _schema()
+    _first_error({"$defs": schema["$defs"], **schema["properties"]["train"]}, two_variable_train(params),
+                 source, ["two_variable", "train"])
+    data = params["two_variable"]["data"]
+    _reraise_with_key(lambda: split_sizes(data["size"], data["test_fraction"]), source)
+
+
+def n2f_train(params: dict, task: str | None = None) -> dict:
+    """The train settings of the N2F tasks: `train`, then `n2f.train`, then `n2f.<task>.train` on top."""
+    merged = merge_overrides(params["train"], params["n2f"]["train"])
+    return merge_overrides(merged, params["n2f"][task].get("train", {})) if task else merged
+
+
+def _check_n2f(params: dict, source: str) -> None:
+    """Merged train settings; every model has settings per task; the data each task needs is named."""
+    schema = _schema()
+    from tprepro.experiments.n2f import TASKS
+
+    section = params["n2f"]
+    for task in TASKS:
+        _first_error({"$defs": schema["$defs"], **schema["properties"]["train"]}, n2f_train(params, task),
+                     source, ["n2f", task, "train"])
+        for name in section["models"]:
+            if name not in section[task]["models"]:
+                raise TpreproError(f"{source}: n2f.models: '{name}' has no entry under n2f.{task}.models")
+    needs = {"mathqa": True, "algolisp": section["algolisp"]["data"]["source"] == "release"}
+    for task in section["tasks"]:
+        for split in ("train", "test"):
+            if needs[task] and not section[task]["data"][split]:
+                raise TpreproError(f"{source}: n2f.{task}.data.{split}: set the path of the {task} "
+                                   f"{split} file (the task is listed in n2f.tasks)")
+
+
+def _check_grid(params: dict, source: str) -> None:
+    from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE, validate_module
+
+    grid = params["grid"]
+    for module in grid["modules"]:
+        _reraise_with_key(lambda: validate_module(INTERPOLATE, module), f"{source}: grid.modules")
+    for module in grid["extrapolation_modules"]:
+        _reraise_with_key(
+            lambda: validate_module(EXTRAPOLATE, module), f"{source}: grid.extrapolation_modules"
+        )
+    for name in grid["models"]:
+        if name not in params["models"]:
+            raise TpreproError(f"{source}: grid.models: '{name}' has no entry under models"
+                               f"{suggestion(name, params['models'])}")
+
+
+def _reraise_with_key(check, prefix: str) -> None:
+    try:
+        check()
+    except TpreproError as exc:
+        raise TpreproError(f"{prefix}: {exc}") from exc
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """yaml.SafeLoader that refuses a key given twice in one mapping (PyYAML keeps the last)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.setdefault(key, key_node)
+            except TypeError:  # an unhashable key: let PyYAML report it
+                continue
+            if first is not key_node:
+                raise TpreproError(
+                    f"{self.name}: line {key_node.start_mark.line + 1}: duplicate key {key!r} "
+                    f"(first given on line {first.start_mark.line + 1})"
+                )
+        return super().construct_mapping(node, deep=deep)
+
+
+def read_yaml(path: str | Path) -> Any:
+    """Parse a YAML settings file strictly: UTF-8 only, no duplicate keys; errors name the file."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise TpreproError(f"{path}: params file not found") from exc
+    except OSError as exc:
+        raise TpreproError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise TpreproError(f"{path}: line {line}: not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})") from exc
+    loader = _UniqueKeyLoader(text)
+    loader.name = str(path)
+    try:
+        return loader.get_single_data()
+    except yaml.YAMLError as exc:
+        raise TpreproError(f"{path}: not valid YAML ({exc})") from exc
+    finally:
+        loader.dispose()
+
+
+def load_params(path: str | Path = DEFAULT_PARAMS, models: bool = True) -> dict:
+    """Read and validate a params file; errors name the file and the key.
+
+    The one validation path: Snakemake (at parse time), DVC's stages and `tprepro validate`
+    all call this. models=False skips the model checks (see validate_params).
+    """
+    return validate_params(read_yaml(path), str(path), models=models)
+
+
+def merge_overrides(base: dict, override: dict) -> dict:
+    """Deep-merge `override` into a copy of `base` (for overlay configs)."""
+    merged = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = merge_overrides(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """The `train:` section of params.yaml (the paper's optimiser lives in workflow/configs/paper.yaml)."""
+
+    steps: int  # optimiser steps (the paper: 1.7M; Table 1 rows at 500k and 700k)
+    batch_size: int  # problems per batch (the paper: 1024)
+    lr: float  # Adam learning rate (the paper: 1e-4); Adafactor: the cap of its relative step size
+    betas: tuple[float, float]  # Adam betas (the paper: 0.9, 0.995)
+    grad_clip: float  # gradient-norm clip (the paper: 0.1)
+    warmup_steps: int  # linear warm-up steps (the paper: none)
+    checkpoint_every: int  # write a resumable checkpoint every N steps (and at the end)
+    log_every: int  # report loss / learning rate / throughput every N steps
+    bucket_width: int  # length-bucket width in characters (batches hold similar lengths)
+    shuffle_buffer: int  # rows in the stream's shuffle buffer (data/batching.py)
+    read_rows: int  # rows each dataset's reader holds at once: memory ~ datasets x this + shuffle_buffer
+    device: str  # auto | cpu | cuda
+    threads: int  # torch intra-op threads per job (0: torch's default)
+    amp: str | bool = "auto"  # bf16 autocast: auto (on for CUDA) | true | false
+    compile: str | bool = "auto"  # torch.compile: auto (on for CUDA) | true | false (true refused on CPU)
+    processes: int = 1  # data-parallel processes per job, same global batch (0: one per visible GPU)
+    max_requeues: int = 0  # Snakemake re-runs of a preempted job (`retries:`); each resumes its checkpoint
+    optimizer: str = "adam"  # adam | adafactor (torch.optim.Adafactor; `lr` caps its relative step size)
+    schedule: str = "constant"  # constant (after warm-up) | inverse_sqrt (peak at warmup_steps, then 1/sqrt(step))
+
+    @classmethod
+    def from_params(cls, params: dict) -> "TrainConfig":
+        section = dict(params["train"])
+        section["betas"] = tuple(section["betas"])
+        return cls(**{f.name: section[f.name] for f in fields(cls) if f.name in section})
+
+
+def _typed(value: Any) -> Any:
+    """Snakemake reads `--config key={a: 1}` with YAML's BaseLoader (every scalar a string): type them."""
+    if isinstance(value, dict):
+        return {key: _typed(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_typed(item) for item in value]
+    return yaml.safe_load(value) if isinstance(value, str) else value
+
+
+def apply_overrides(params: dict, overrides: dict) -> dict:
+    """A copy of `params` with overrides applied: a section's mapping is deep-merged
+    ({"train": {"steps": 10}}), a dotted key sets one value ({"train.steps": 10})."""
+    merged = copy.deepcopy(params)
+    for dotted, value in overrides.items():
+        value = _typed(value)
+        *parents, leaf = dotted.split(".")
+        node = merged
+        for key in parents:
+            node = node.setdefault(key, {})
+            if not isinstance(node, dict):
+                raise TpreproError(f"--config {dotted}: {key} is not a section")
+        node[leaf] = merge_overrides(node[leaf], value) if isinstance(value, dict) and isinstance(
+            node.get(leaf), dict) else copy.deepcopy(value)
+    return merged
+
+
+def snakemake_params(config: dict) -> tuple[str, dict]:
+    """The params file and validated settings of a Snakemake invocation, exported to its jobs.
+
+    `--config params=FILE` picks the file; any other `--config section={key: value}` (YAML)
+    overrides those keys of that section. With overrides the merged settings are validated like a file (errors name the key)
+    and written to RESOLVED_PARAMS, which every job then reads; DVC keeps reading params.yaml.
+    """
+    from tprepro.io import atomic_write_text
+
+    path = str(config.get("params", DEFAULT_PARAMS))
+    params = load_params(path)
+    overrides = {key: value for key, value in config.items() if key != "params"}
+    if overrides:
+        source = f"{path} with --config {' '.join(sorted(overrides))}"
+        params = validate_params(apply_overrides(params, overrides), source)
+        path = RESOLVED_PARAMS
+        atomic_write_text(path, f"# {source}\n" + yaml.safe_dump(params, sort_keys=False))
+    os.environ[PARAMS_ENV] = path
+    return path, params

@@ -1,0 +1,234 @@
+"""The skeletons every experiment's stages share, written once.
+
+- `model_config`: a named model's resolved architecture (preset + overrides);
+- `train_model`: train on datasets, export model.pt and train_metrics.json, track in MLflow;
+- `heldout_settings`: the held-out sample a training job scores at every checkpoint (learning curve);
+- `published_rows`: each model's row in the paper's table, shown beside ours;
+- `training_run`, `read_train_metrics`: reopen a training job's record for evaluation;
+- `write_evaluation`, `write_role_sharpness`: per-module scores as CSV + MLflow metrics;
+- `publish_table`: a table's files written together, DVC metrics, MLflow artifacts.
+
+An experiment's `stages.py` reads its params section, opens its datasets and calls these.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+from tprepro.data.shards import Dataset
+from tprepro.errors import TpreproError
+from tprepro.io import atomic_files, atomic_write_text
+from tprepro.params import TrainConfig
+
+MODEL_FILE = "model.pt"
+TRAIN_METRICS = "train_metrics.json"
+ROLE_SAMPLE = 64  # training rows whose role one-hotness is logged at every checkpoint (discrete-role models)
+
+
+def model_config(params: dict, name: str, section: str = "models"):
+    """The resolved architecture of `<section>.<name>` (its preset plus overrides).
+
+    `section` is a dotted path to a models mapping, e.g. "two_variable.models".
+    """
+    from tprepro.models.config import resolve_model_config
+
+    models = params
+    for key in section.split("."):
+        models = models[key]
+    entry = dict(models[name])
+    preset = entry.pop("preset")
+    return resolve_model_config(preset, entry, where=f"{section}.{name}")
+
+
+def published_rows(params: dict, names, table: str, section: str = "models") -> dict:
+    """model name -> the paper's row of `table` for that model's architecture (None where the paper has none)."""
+    from tprepro.report.published import published
+
+    paper = published(table)
+    rows = {}
+    for name in names:
+        config = model_config(params, name, section)
+        rows[name] = paper.row_for(config.arch, config.binding)
+    return rows
+
+
+def heldout_settings(params: dict, datasets: Sequence[Dataset], seed: int, train: dict | None = None):
+    """The learning-curve sample of a training job: `train.curve_sample` rows of `datasets`
+    (held-out splits), decoded like the evaluation stage decodes (`evaluate:`)."""
+    from tprepro.evaluate.curves import HeldOut, heldout_sample
+
+    size = (train or params["train"])["curve_sample"]
+    return HeldOut(heldout_sample(datasets, size, seed), max_len=params["evaluate"]["max_answer_length"],
+                   batch_size=params["evaluate"]["batch_size"])
+
+
+def train_model(name: str, seed: int, model, config: TrainConfig, datasets: dict[str, Dataset], vocab_path: Path,
+                out: Path, checkpoints: Path, experiment: str, data_settings: dict, run_prefix: str = "",
+                codec=None, heldout=None) -> dict:
+    """Train `model` (a ModelConfig) on `datasets` ({label: Dataset}); write model.pt and train_metrics.json.
+
+    The dataset-agnostic core of every training stage: MLflow run `<run_prefix><name>-s<seed>`
+    in `experiment`, resumable from `checkpoints/checkpoint.pt`. `codec` turns rows into
+    batches: by default the character vocabulary at `vocab_path`. With `heldout` (an
+    evaluate.curves.HeldOut) its rows are scored at every checkpoint: the learning curve,
+    logged as step metrics and written to `out/learning_curve.csv`.
+    """
+    import hashlib
+
+    from tprepro.data.shards import read_columns
+    from tprepro.data.vocab import Vocab
+    from tprepro.evaluate.curves import CURVE_FILE, LearningCurve
+    from tprepro.evaluate.roles import RoleSharpnessCallback, has_discrete_roles
+    from tprepro.tracking import MLflowCallback, job_environment_tags
+    from tprepro.train.callbacks import ProgressBar
+    from tprepro.train.distributed import World
+    from tprepro.train.trainer import Trainer, TrainJob
+
+    hashes = {label: ds.fingerprint() for label, ds in datasets.items()}
+    job = TrainJob(
+        name=f"{run_prefix}{name}-s{seed}",
+        seed=seed,
+        model=model,
+        config=config,
+        files=[ds.files for ds in datasets.values()],  # one stream reader per dataset
+        vocab=codec if codec is not None else Vocab.load(vocab_path),
+        data_fingerprint=hashlib.sha256(json.dumps(hashes, sort_keys=True).encode()).hexdigest(),
+    )
+    logger = MLflowCallback(
+        experiment,
+        params={"model_name": name, "seed": seed, "model": asdict(job.model),
+                "train": asdict(job.config), "data": data_settings, "vocab_size": len(job.vocab)},
+        tags={"stage": "train", "model": name, "seed": seed,
+              **{f"data.{key}": value for key, value in hashes.items()}, **job_environment_tags()},
+    )
+    finished = finished_run(out, job)
+    if finished is not None:
+        print(f"[{job.name}] {out / MODEL_FILE} is already trained to step {finished['steps']} under these "
+              f"settings; nothing to do (its {TRAIN_METRICS} is kept)")
+        return finished
+    trainer = Trainer(job, checkpoints / "checkpoint.pt", callbacks=[ProgressBar(), logger],
+                      world=World.from_env())
+
+    def log_step_metrics(metrics: dict, step: int) -> None:  # training-time evaluations of this run
+        if logger.run is not None:
+            logger.run.log_metrics(metrics, step=step)
+
+    if trainer.world.is_main and has_discrete_roles(trainer.model):  # role one-hotness while training
+        columns = tuple(getattr(job.vocab, "columns", ("question", "answer")))
+        sample = read_columns(next(iter(datasets.values())).files[0], columns).slice(0, ROLE_SAMPLE)
+        rows = list(zip(*(sample.column(name).to_pylist() for name in columns)))
+        trainer.callbacks.append(RoleSharpnessCallback(rows, batch_size=ROLE_SAMPLE, log_metrics=log_step_metrics))
+    if trainer.world.is_main and heldout is not None and heldout.rows:
+        trainer.callbacks.append(LearningCurve(heldout, checkpoints / CURVE_FILE, out / CURVE_FILE,
+                                               log_metrics=log_step_metrics))
+    summary = trainer.fit()
+    trainer.export(out / MODEL_FILE)
+    trainer.world.close()
+    if not trainer.world.is_main:  # data-parallel rank > 0: rank 0 reports
+        return summary
+    summary.update(model=name, seed=seed, mlflow_run_id=job.extra.get("mlflow_run_id"),
+                   mlflow_tracking_uri=job.extra.get("mlflow_tracking_uri"),
+                   checkpoint=str(checkpoints / "checkpoint.pt"))
+    if logger.run is not None:
+        logger.run.set_tag("model_path", out / MODEL_FILE)
+    atomic_write_text(out / TRAIN_METRICS, json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    return summary
+
+
+def finished_run(out: Path, job) -> dict | None:
+    """The summary in `out/train_metrics.json` if `out/model.pt` is this job, trained to its last step."""
+    from tprepro.train.checkpoint import CheckpointError, load_checkpoint
+
+    if not ((out / MODEL_FILE).is_file() and (out / TRAIN_METRICS).is_file()):
+        return None
+    try:
+        exported = load_checkpoint(out / MODEL_FILE)
+        summary = json.loads((out / TRAIN_METRICS).read_text(encoding="utf-8"))
+    except (CheckpointError, ValueError, UnicodeDecodeError) as exc:
+        print(f"WARNING: {out}: existing outputs are not a finished run ({exc}); training")
+        return None
+    done = (exported.get("fingerprint") == job.fingerprint and exported.get("step") == job.config.steps
+            and isinstance(summary, dict) and summary.get("steps") == job.config.steps)
+    return summary if done else None
+
+
+def training_run(experiment: str, summary: dict):
+    """The training job's MLflow run (from its train_metrics.json), reopened for evaluation results."""
+    from tprepro.tracking import Run
+
+    return Run(experiment, summary["name"], run_id=summary["mlflow_run_id"],
+               tracking_uri=summary.get("mlflow_tracking_uri"))
+
+
+def write_evaluation(rows: list[dict], out: Path, run, step: int, metric_name=lambda module: module) -> None:
+    """Write the per-(split, module) rows as CSV and log them to `run` (the model's training run).
+
+    `metric_name` maps a module label to an MLflow-safe metric name part.
+    """
+    import pandas as pd
+
+    from tprepro.report.tables import EVAL_COLUMNS, write_csv
+
+    frame = pd.DataFrame(rows, columns=EVAL_COLUMNS)
+    write_csv(frame, out)
+    metrics = {f"acc.{r['split']}.{metric_name(r['module'])}": r["accuracy"] for r in rows}
+    metrics.update({f"acc.{split}.mean": g["accuracy"].mean() for split, g in frame.groupby("split")})
+    run.log_metrics(metrics, step=step)
+    run.log_artifact(out, "evaluation")
+
+
+def write_role_sharpness(model, vocab, rows: list[tuple[str, str]], batch_size: int, out: Path, run,
+                         summary: dict) -> None:
+    """Discrete-role models only: the share of sharp role attentions (evaluate/roles.py) on `rows`,
+    written to `<out stem>.roles.json` beside the eval CSV and logged as `role_sharpness` and, per
+    sub-layer, `role_sharpness/enc0.self`, `role_sharpness/dec0.cross`, ..."""
+    from tprepro.evaluate.roles import has_discrete_roles, role_sharpness, sharpness_metrics
+
+    if not has_discrete_roles(model):
+        return
+    result = {"model": summary["model"], "seed": summary["seed"], **role_sharpness(model, vocab, rows, batch_size)}
+    path = out.with_suffix(".roles.json")
+    atomic_write_text(path, json.dumps(result, indent=2, sort_keys=True) + "\n")
+    print(f"role sharpness (max > {result['threshold']}): {result['role_sharpness']:.3f} "
+          f"of {result['role_distributions']} distributions -> {path}")
+    run.log_metrics(sharpness_metrics(result), step=summary["steps"])
+    run.log_artifact(path, "evaluation")
+
+
+def read_train_metrics(model_dir: Path) -> dict:
+    path = model_dir / TRAIN_METRICS
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise TpreproError(f"{path}: missing (run the train stage first)") from exc
+    except json.JSONDecodeError as exc:
+        raise TpreproError(f"{path}: not valid JSON ({exc})") from exc
+
+
+
+
+def publish_table(experiment: str, run_name: str, tags: dict, table, writers: Mapping[Path, Callable[[Path], None]],
+                  metrics_path: Path, metric_name: Callable[[str], str] = str) -> None:
+    """Publish one experiment's results: every file in `writers` ({path: write(path)}) and the DVC
+    metrics file (numeric columns of `table` per model) are replaced together or not at all; then
+    the numbers are logged to an MLflow run `run_name` with the files as artifacts, and the
+    invocation's parent run is closed (DVC has no end-of-pipeline hook)."""
+    from tprepro.report.tables import write_metrics
+    from tprepro.tracking import Run, finish_parent_run
+
+    paths = [*writers, metrics_path]
+    with atomic_files({str(path): path for path in paths}) as temporary:
+        for path, write in writers.items():
+            write(temporary[str(path)])
+        write_metrics(table, temporary[str(metrics_path)])
+    run = Run(experiment, run_name, tags=tags)
+    run.log_metrics({f"{row['model']}.{metric_name(key)}": value for row in table.to_dict("records")
+                     for key, value in row.items()
+                     if key != "model" and isinstance(value, (int, float)) and value == value})  # no NaN
+    for path in paths:
+        run.log_artifact(path, "results")
+    run.finish()
+    finish_parent_run(experiment)

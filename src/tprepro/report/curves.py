@@ -1,0 +1,49 @@
+"""Learning-curve figures: held-out loss and exact match per checkpoint, one line per run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from tprepro.evaluate.curves import CURVE_FILE, read_curve  # noqa: E402
+from tprepro.io import atomic_path  # noqa: E402
+
+LINESTYLES = ("-", "--", ":", "-.")
+
+
+def read_curves(models_dir: Path, runs: Mapping[str, tuple[str, int]]) -> dict[tuple[str, int], pd.DataFrame]:
+    """{(model, seed): curve} for each run directory name in `runs` ({run: (model, seed)})."""
+    return {key: read_curve(models_dir / run / CURVE_FILE) for run, key in runs.items()}
+
+
+def curve_figure(curves: Mapping[tuple[str, int], pd.DataFrame], path: Path, title: str) -> None:
+    """Two panels over training steps (held-out loss, held-out exact match); a colour per model,
+    a line style per seed; the sample size in the axis label."""
+    models = list(dict.fromkeys(model for model, _ in curves))
+    seeds = sorted({seed for _, seed in curves})
+    colours = {model: f"C{i}" for i, model in enumerate(models)}
+    sizes = sorted({int(n) for curve in curves.values() for n in curve["n"]})
+    fig, (loss_ax, match_ax) = plt.subplots(1, 2, figsize=(10, 4))
+    for (model, seed), curve in curves.items():
+        style = dict(color=colours[model], linestyle=LINESTYLES[seeds.index(seed) % len(LINESTYLES)], marker="o",
+                     markersize=3, label=f"{model} (seed {seed})")
+        loss_ax.plot(curve["step"], curve["heldout_loss"], **style)
+        match_ax.plot(curve["step"], curve["heldout_exact_match"], **style)
+    loss_ax.set_ylabel("held-out loss (nats per target symbol)")
+    match_ax.set_ylabel(f"held-out exact match (n = {', '.join(map(str, sizes))})")
+    match_ax.set_ylim(0, 1)
+    for ax in (loss_ax, match_ax):
+        ax.set_xlabel("training step")
+        ax.grid(alpha=0.3)
+    match_ax.legend(fontsize=8, loc="upper left")
+    fig.suptitle(title)
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=120)
+    plt.close(fig)

@@ -1,0 +1,110 @@
+"""One validation path (issue 10): `tprepro validate`, every stage and Snakemake's parse refuse the same
+bad params files with an error naming the file and the key (or line)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from helpers import REPO, copy_project, load_default_params, tool_env, write_params
+from tprepro.cli import main
+from tprepro.params import load_params, validate_params
+from tprepro.errors import TpreproError
+
+DEFAULT_TEXT = (REPO / "params.yaml").read_text(encoding="utf-8")
+
+
+def edited_params(tmp_path, old: str, new: str):
+    """The real params.yaml with one line changed, as a file."""
+    assert old in DEFAULT_TEXT
+    path = tmp_path / "params.yaml"
+    path.write_text(DEFAULT_TEXT.replace(old, new, 1), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("old, new, key", [
+    ("lr: 5.0e-4", "lr: .inf", "train.lr"),
+    ("lr: 5.0e-4", "lr: .nan", "train.lr"),
+    ("lr: 5.0e-4", "lr: -.inf", "train.lr"),
+    ("grad_clip: 0.1", "grad_clip: .inf", "train.grad_clip"),
+    ("betas: [0.9, 0.995]", "betas: [.nan, 0.995]", "train.betas.0"),
+    ("threshold: 0.95", "threshold: .nan", "report.threshold"),
+    ("lr: 1.15e-3", "lr: .inf", "n2f.train.lr"),
+    ("noise_rate: 0.1", "noise_rate: .nan", "n2f.algolisp.data.generate.noise_rate"),
+])
+def test_non_finite_numbers_are_refused_naming_the_key(tmp_path, old, new, key):
+    path = edited_params(tmp_path, old, new)
+    with pytest.raises(TpreproError, match=re.escape(f"{path}: {key}: expected a finite number")):
+        load_params(path)
+
+
+@pytest.mark.parametrize("edit, key", [
+    (lambda p: p["models"]["transformer"].update(preset="transformer_tinyy"), "models.transformer.preset"),
+    (lambda p: p["two_variable"]["models"]["ut"].update(preset="nope"), "two_variable.models.ut.preset"),
+    (lambda p: p["n2f"]["algolisp"]["models"]["tp_n2f"].update(preset="nope"),
+     "n2f.algolisp.models.tp_n2f.preset"),
+    (lambda p: p["models"]["tp_transformer"].update(d_modle=32), "models.tp_transformer.d_modle"),
+    (lambda p: p["two_variable"]["models"]["aut"].update(n_heads="two"), "two_variable.models.aut.n_heads"),
+    (lambda p: p["n2f"]["algolisp"]["models"]["lstm2tp"].update(colour=1), "n2f.algolisp.models.lstm2tp.colour"),
+])
+def test_unknown_presets_and_overrides_are_refused_by_validate_params(edit, key):
+    params = load_default_params()
+    edit(params)
+    with pytest.raises(TpreproError, match=re.escape(f"params.yaml: {key}")):
+        validate_params(params)
+
+
+def test_the_data_stage_can_skip_model_checks_it_cannot_run_without_torch():
+    params = load_default_params()
+    params["models"]["transformer"]["preset"] = "nope"
+    assert validate_params(params, models=False) is params
+
+
+def test_a_duplicate_key_is_refused_naming_the_file_line_and_key(tmp_path):
+    path = edited_params(tmp_path, "  lr: 5.0e-4", "  lr: 5.0e-4\n  lr: 1.0")
+    first = DEFAULT_TEXT[: DEFAULT_TEXT.index("  lr: 5.0e-4")].count("\n") + 1
+    with pytest.raises(TpreproError, match=re.escape(
+            f"{path}: line {first + 1}: duplicate key 'lr' (first given on line {first})")):
+        load_params(path)
+
+
+def test_a_duplicate_top_level_section_is_refused(tmp_path):
+    path = tmp_path / "params.yaml"
+    path.write_text(DEFAULT_TEXT + "\nreport:\n  threshold: 0.5\n", encoding="utf-8")
+    with pytest.raises(TpreproError, match=r"duplicate key 'report'"):
+        load_params(path)
+
+
+def test_a_non_utf8_file_is_refused_naming_the_file_and_line(tmp_path):
+    path = tmp_path / "params.yaml"
+    path.write_bytes(DEFAULT_TEXT.encode().replace(b"# Default: the tiny", b"# D\xe9fault: the tiny", 1))
+    line = DEFAULT_TEXT[: DEFAULT_TEXT.index("# Default: the tiny")].count("\n") + 1
+    with pytest.raises(TpreproError, match=re.escape(f"{path}: line {line}: not UTF-8 (byte 0xe9")):
+        load_params(path)
+
+
+def test_tprepro_validate_reports_the_same_errors(tmp_path, capsys):
+    path = edited_params(tmp_path, "lr: 5.0e-4", "lr: .nan")
+    assert main(["validate", "--params", str(path)]) == 2
+    assert f"{path}: train.lr: expected a finite number" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda p: p["models"]["tp_transformer"].update(preset="tp_transformer_tinyy"),
+     "models.tp_transformer.preset: unknown preset 'tp_transformer_tinyy'"),
+    (lambda p: p["train"].update(lr=float("inf")), "train.lr: expected a finite number"),
+])
+def test_snakemake_refuses_the_params_file_at_parse_time(tmp_path, edit, message):
+    """`snakemake -n` fails before planning any job, with the same message as `tprepro validate`."""
+    root = copy_project(tmp_path / "repo")
+    params = load_default_params()
+    edit(params)
+    write_params(root / "params.yaml", params)
+    out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1"], cwd=root, env=tool_env(),
+                         capture_output=True, text=True)
+    assert out.returncode != 0
+    assert f"params.yaml: {message}" in out.stdout + out.stderr
+    assert "Job stats" not in out.stdout

@@ -1,0 +1,57 @@
+"""`tprepro predict` answers questions with a trained model: arguments, a file or stdin, text or JSON."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from helpers import tool_env
+from tprepro.evaluate.evaluate import load_trained, predict
+from training_project import make_workspace, train
+
+QUESTIONS = ["What is 2 + 3?", "What is -7 - 12?", "What is 40 + 2?"]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("predict")
+    workspace = make_workspace(root / "workspace", steps=30, checkpoint_every=30, log_every=10)
+    train(workspace, root / "run")
+    return root / "run" / "model"
+
+
+def tprepro(*args, stdin=None):
+    return subprocess.run([sys.executable, "-m", "tprepro", *args], input=stdin, env=tool_env(),
+                          capture_output=True, text=True)
+
+
+def test_predict_answers_as_the_evaluation_decodes(model_dir, tmp_path):
+    model, vocab, _ = load_trained(model_dir / "model.pt", torch.device("cpu"))
+    expected = predict(model, vocab, QUESTIONS, batch_size=2, max_len=64)
+    result = tprepro("predict", "--model-dir", str(model_dir), "--json", "--batch-size", "2", *QUESTIONS)
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["question"] for r in records] == QUESTIONS and [r["answer"] for r in records] == expected
+
+    questions = tmp_path / "questions.txt"
+    questions.write_text("\n".join(QUESTIONS) + "\n\n")
+    from_file = tprepro("predict", "--model-dir", str(model_dir), "--file", str(questions))
+    from_stdin = tprepro("predict", "--model-dir", str(model_dir), "--file", "-", stdin=questions.read_text())
+    lines = [f"{q} | {a}" for q, a in zip(QUESTIONS, expected)]
+    assert from_file.stdout.splitlines() == lines and from_stdin.stdout.splitlines() == lines
+
+
+def test_predict_errors_name_what_is_missing(tmp_path, model_dir):
+    result = tprepro("predict", "--model-dir", str(tmp_path), "What is 1 + 1?")
+    assert result.returncode == 2 and f"{tmp_path / 'model.pt'}: no trained model here" in result.stderr
+    result = tprepro("predict", "--model-dir", str(model_dir), "--file", str(tmp_path / "absent.txt"))
+    assert result.returncode == 2 and "absent.txt: cannot read questions" in result.stderr
+
+
+def test_version():
+    from tprepro import __version__
+
+    result = tprepro("--version")
+    assert result.returncode == 0 and result.stdout.strip() == f"tprepro {__version__}"

@@ -1,0 +1,426 @@
+"""The summarization experiment's parts on the real CI corpus (standard-library docstrings):
+each release format's loader (and malformed files), the subword codec, beam search, ROUGE,
+the trainer's Adafactor / inverse-square-root option and exact resume."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import torch
+from rouge_score import rouge_scorer
+
+from test_trainer import CrashAt, assert_same_weights
+from tprepro.params import TrainConfig, validate_params
+from tprepro.data.shards import iter_rows, open_dataset
+from tprepro.errors import TpreproError
+from tprepro.evaluate.decode import greedy_decode
+from tprepro.models.config import resolve_model_config
+from tprepro.models.registry import build_model
+from tprepro.experiments.summarization import SPLITS, TEST, TRAIN, VALIDATION
+from tprepro.experiments.summarization.corpus import release_of, stdlib_examples, story_name, story_url, write_releases
+from tprepro.experiments.summarization.decoding import _blocked_tokens, beam_search
+from tprepro.experiments.summarization.loaders import (load_arxiv, load_huggingface, load_release, load_stories, load_wikihow,
+                                           write_dataset)
+from tprepro.experiments.summarization.scoring import ROUGE_TYPES, rouge_f1, score_summaries
+from tprepro.experiments.summarization.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, SubwordCodec, train_subwords
+from tprepro.train.trainer import Trainer, TrainJob, scheduled_lr
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+FRACTIONS = {VALIDATION: 0.15, TEST: 0.15}
+
+
+@pytest.fixture(scope="module")
+def examples():
+    return stdlib_examples(240, FRACTIONS)
+
+
+@pytest.fixture(scope="module")
+def releases(examples, tmp_path_factory):
+    return write_releases(examples, tmp_path_factory.mktemp("corpus") / "corpus")
+
+
+def expected(examples, split, release):
+    return {(e.id, e.summary, e.document) for e in examples if e.split == split and release_of(e.id) == release}
+
+
+def as_triples(rows):
+    return {(r["id"], r["summary"], r["document"]) for r in rows}
+
+
+# ---- the corpus ------------------------------------------------------------------------------------------
+def test_corpus_is_real_deterministic_and_split_by_id(examples, tmp_path):
+    assert len(examples) == 240 and len({e.id for e in examples}) == 240
+    assert {e.split for e in examples} == set(SPLITS)
+    assert {release_of(e.id) for e in examples} == {"xsum", "cnndm", "wikihow", "arxiv"}
+    assert all(len(e.document.split()) >= 20 and 4 <= len(e.summary.split()) <= 40 for e in examples)
+    assert stdlib_examples(240, FRACTIONS) == examples
+    first, second = write_releases(examples, tmp_path / "a"), write_releases(examples, tmp_path / "b")
+    for name in first:
+        files = sorted(p.relative_to(first[name]) for p in first[name].rglob("*") if p.is_file())
+        assert files and files == sorted(p.relative_to(second[name]) for p in second[name].rglob("*") if p.is_file())
+        assert all((first[name] / f).read_bytes() == (second[name] / f).read_bytes() for f in files)
+
+
+# ---- the loaders, one per release format ----------------------------------------------------------------
+def test_huggingface_jsonl_export(examples, releases):
+    splits = load_huggingface(releases["xsum"], ("document", "summary"))
+    for split in SPLITS:
+        assert as_triples(splits[split]) == expected(examples, split, "xsum")
+        assert all(r["split"] == split for r in splits[split])
+
+
+def test_huggingface_parquet_export(examples, releases):
+    splits = load_release("cnndm", {"format": "huggingface", "path": str(releases["cnndm"])}, FRACTIONS)
+    assert all(as_triples(splits[s]) == expected(examples, s, "cnndm") for s in SPLITS)
+
+
+def test_story_files(examples, releases):
+    splits = load_stories(releases["cnndm_stories"])
+    for split in SPLITS:
+        rows = [e for e in examples if e.split == split and release_of(e.id) == "cnndm"]
+        assert {r["id"] for r in splits[split]} == {story_name(story_url(e)).removesuffix(".story") for e in rows}
+        assert {(r["summary"], r["document"]) for r in splits[split]} == {(e.summary, e.document) for e in rows}
+
+
+def test_wikihow_csv_is_cleaned_and_split_by_the_title_lists(examples, releases):
+    path = releases["wikihow"] / "wikihowAll.csv"
+    splits = load_wikihow(path, FRACTIONS)
+    assert all(as_triples(splits[s]) == expected(examples, s, "wikihow") for s in SPLITS)
+    assert not any(r["summary"].endswith(",") or r["summary"].startswith("\n") for r in splits[TRAIN])
+
+
+def test_wikihow_without_title_lists_splits_by_a_hash_and_drops_empty_rows(tmp_path):
+    csv_path = tmp_path / "wikihowAll.csv"
+    csv_path.write_text('headline,title,text\n"\nPlant the seeds.,\nWater them.,",How to Grow Beans,"Dig a hole.\n,'
+                        'Put a seed in it."\n"\nNothing here.,",How to Wait,""\n', encoding="utf-8")
+    splits = load_wikihow(csv_path, {VALIDATION: 0.0, TEST: 0.0})
+    assert splits[TRAIN] == [{"document": "Dig a hole.\nPut a seed in it.", "summary": "Plant the seeds. Water them.",
+                              "id": "How to Grow Beans", "split": TRAIN}]
+    assert splits[TEST] == splits[VALIDATION] == []
+
+
+def test_arxiv_jsonl(examples, releases):
+    splits = load_arxiv(releases["arxiv"])
+    assert all(as_triples(splits[s]) == expected(examples, s, "arxiv") for s in SPLITS)
+    assert not any("<S>" in r["summary"] for r in splits[TRAIN])
+
+
+def _copy(releases, name, tmp_path):
+    import shutil
+
+    return shutil.copytree(releases[name], tmp_path / name)
+
+
+def test_malformed_json_lines_name_file_and_line(releases, tmp_path):
+    directory = _copy(releases, "xsum", tmp_path)
+    lines = (directory / "test.jsonl").read_text().splitlines()
+    (directory / "test.jsonl").write_text("\n".join([lines[0], '{"document": "a", "summary": ', *lines[1:]]))
+    with pytest.raises(TpreproError, match=r"test\.jsonl:2: not valid JSON"):
+        load_huggingface(directory, ("document", "summary"))
+    (directory / "test.jsonl").write_text(lines[0] + "\n" + json.dumps({"document": "a", "id": "x"}) + "\n")
+    with pytest.raises(TpreproError, match=r"test\.jsonl:2: missing key\(s\) 'summary'"):
+        load_huggingface(directory, ("document", "summary"))
+    (directory / "test.jsonl").write_text(json.dumps({"document": ["a"], "summary": "b", "id": "x"}) + "\n")
+    with pytest.raises(TpreproError, match=r"test\.jsonl:1: 'document' must be a string"):
+        load_huggingface(directory, ("document", "summary"))
+
+
+def test_malformed_parquet_export_names_the_file(releases, tmp_path):
+    directory = _copy(releases, "cnndm", tmp_path)
+    pq.write_table(pa.table({"article": ["a"], "id": ["x"]}), directory / "validation.parquet")
+    with pytest.raises(TpreproError, match=r"validation\.parquet: missing column\(s\) 'highlights'"):
+        load_huggingface(directory, ("article", "highlights"))
+    (directory / "validation.parquet").write_bytes(b"not parquet at all")
+    with pytest.raises(TpreproError, match=r"validation\.parquet: not a readable parquet file"):
+        load_huggingface(directory, ("article", "highlights"))
+
+
+def test_malformed_stories_name_the_file_or_the_url_list_line(releases, tmp_path):
+    directory = _copy(releases, "cnndm_stories", tmp_path)
+    url_list = directory / "url_lists" / "all_val.txt"
+    urls = url_list.read_text().splitlines()
+    story = directory / "cnn" / "stories" / story_name(urls[0])
+    story.write_text("An article without highlights.\n")
+    with pytest.raises(TpreproError, match=rf"{story.name}: no @highlight"):
+        load_stories(directory)
+    url_list.write_text("\n".join([*urls, "https://example.org/missing"]) + "\n")
+    story.unlink()
+    with pytest.raises(TpreproError, match=r"all_val\.txt:1: no story file"):
+        load_stories(directory)
+
+
+def test_malformed_wikihow_csv_names_the_line(tmp_path):
+    path = tmp_path / "wikihowAll.csv"
+    path.write_text('headline,title,text\n"\nA.,",T1,"Body one."\n"\nB.,",T2\n', encoding="utf-8")
+    with pytest.raises(TpreproError, match=r"wikihowAll\.csv:4: 2 fields, the header has 3"):
+        load_wikihow(path, FRACTIONS)
+    path.write_text("summary,name\nx,y\n", encoding="utf-8")
+    with pytest.raises(TpreproError, match=r"wikihowAll\.csv:1: expected a header with headline, title, text"):
+        load_wikihow(path, FRACTIONS)
+
+
+def test_malformed_arxiv_line_names_file_and_line(releases, tmp_path):
+    directory = _copy(releases, "arxiv", tmp_path)
+    lines = (directory / "train.txt").read_text().splitlines()
+    bad = json.loads(lines[2])
+    bad["article_text"] = "one string instead of a list"
+    (directory / "train.txt").write_text("\n".join([*lines[:2], json.dumps(bad), *lines[3:]]) + "\n")
+    with pytest.raises(TpreproError, match=r"train\.txt:3: 'article_text' must be a list of strings"):
+        load_arxiv(directory)
+
+
+def test_shards_hold_document_summary_id_split(releases, tmp_path):
+    rows = load_huggingface(releases["xsum"], ("document", "summary"))[TRAIN]
+    write_dataset(rows, tmp_path / "train", rows_per_shard=30, dataset="xsum")
+    dataset = open_dataset(tmp_path / "train", verify=True)
+    assert len(dataset.files) == math.ceil(len(rows) / 30)
+    assert list(iter_rows(dataset, ("document", "summary", "id", "split"))) == rows
+
+
+# ---- the subword codec -------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def codec(examples, tmp_path_factory):
+    path = tmp_path_factory.mktemp("spm") / "spm.model"
+    train_subwords([t for e in examples if e.split == TRAIN for t in (e.document, e.summary)], 300, path)
+    return SubwordCodec.load(path, max_source_tokens=48, max_target_tokens=12)
+
+
+def test_subword_round_trip_and_deterministic_model(examples, codec, tmp_path):
+    """Text of the training split comes back (whitespace normalised); characters it never showed are unknown."""
+    for e in (e for e in examples if e.split == TRAIN):
+        for text in (e.summary, *e.document.split("\n")):
+            assert codec.decode(codec.encode(text)) == " ".join(text.split())
+    assert 50 < len(codec) <= 300 and codec.symbols[PAD_ID] == "<pad>"
+    assert UNK_ID in codec.encode("\u2603")
+    again = tmp_path / "again.model"
+    train_subwords([t for e in examples if e.split == TRAIN for t in (e.document, e.summary)], 300, again)
+    assert again.read_bytes() == codec.model_proto
+
+
+def test_codec_truncates_and_frames_the_batch(examples, codec):
+    rows = [(e.document, e.summary) for e in examples[:6]]
+    batch = codec.collate(rows)
+    assert batch.src.shape[1] <= 49 and batch.tgt_in.shape == batch.tgt_out.shape
+    assert (batch.tgt_in[:, 0] == BOS_ID).all()
+    for i, (document, summary) in enumerate(rows):
+        ids = codec.encode(summary)[:12]
+        assert batch.tgt_out[i, : len(ids) + 1].tolist() == [*ids, EOS_ID]
+        src = batch.src[i][batch.src[i] != PAD_ID].tolist()
+        assert src == [*codec.encode(document)[:48], EOS_ID]
+    assert batch.n_tokens == sum(min(len(codec.encode(s)), 12) + 1 for _, s in rows)
+    assert SubwordCodec.from_state(codec.state()).symbols == codec.symbols
+
+
+def test_a_foreign_model_file_is_refused_by_name(tmp_path):
+    path = tmp_path / "spm.model"
+    path.write_bytes(b"not a sentencepiece model")
+    with pytest.raises(TpreproError, match="spm.model: not a sentencepiece model"):
+        SubwordCodec.load(path, 8, 8)
+
+
+# ---- beam search -----------------------------------------------------------------------------------------
+def tiny_model(codec, preset: str, seed: int = 0):
+    torch.manual_seed(seed)
+    cfg = resolve_model_config(preset, {"d_model": 32, "d_ff": 64, "d_role": 8, "dropout": 0.0})
+    return build_model(cfg, **codec.model_sizes()).eval()
+
+
+def greedy_ids(model, src, max_len):
+    """greedy_decode's rows as token lists without the end symbol and padding."""
+    rows = greedy_decode(model, src, BOS_ID, EOS_ID, max_len=max_len).tolist()
+    return [row[: row.index(EOS_ID)] if EOS_ID in row else row for row in rows]
+
+
+def test_beam_one_is_greedy(examples, codec):
+    """For each model kind and a few seeds; the end symbol's embedding is tied to a token the model
+    emits, so that some rows stop early and others run to max_len."""
+    src = codec.encode_documents([e.document for e in examples[:8]])
+    lengths = []
+    for preset in ("summarization_transformer_tiny", "summarization_tpt_c_tiny", "summarization_tpt_d_tiny"):
+        for seed in range(3):
+            model = tiny_model(codec, preset, seed)
+            emitted = greedy_ids(model, src, 10)[0][2]
+            with torch.no_grad():
+                model.embedding.tokens.weight[EOS_ID] = 1.05 * model.embedding.tokens.weight[emitted]
+            expected_ids = greedy_ids(model, src, 10)
+            assert beam_search(model, src, BOS_ID, EOS_ID, max_len=10, beam_size=1, alpha=0.6) == expected_ids
+            lengths += [len(row) for row in expected_ids]
+    assert min(lengths) < 10 and max(lengths) == 10
+
+
+@pytest.mark.parametrize("options", [dict(beam_size=4, alpha=0.6), dict(beam_size=3, alpha=1.0, no_repeat_ngram=2)])
+def test_beam_with_cache_equals_without(examples, codec, options):
+    model = tiny_model(codec, "summarization_tpt_d_tiny", seed=1)
+    src = codec.encode_documents([e.document for e in examples[8:14]])
+    cached = beam_search(model, src, BOS_ID, EOS_ID, max_len=12, use_cache=True, **options)
+    uncached = beam_search(model, src, BOS_ID, EOS_ID, max_len=12, use_cache=False, **options)
+    assert cached == uncached and len(cached) == 6
+    if options.get("no_repeat_ngram") == 2:
+        for row in cached:
+            bigrams = list(zip(row, row[1:]))
+            assert len(bigrams) == len(set(bigrams))
+
+
+def test_ngram_blocking_lists_the_tokens_that_repeat_an_ngram():
+    assert sorted(_blocked_tokens([5, 6, 7, 5, 6], 3)) == [7]
+    assert sorted(_blocked_tokens([5, 6, 5], 2)) == [6]
+    assert sorted(_blocked_tokens([5, 6], 1)) == [5, 6]
+    assert _blocked_tokens([5], 3) == []
+
+
+def test_beam_search_finds_a_better_scoring_summary_than_greedy(examples, codec):
+    """Wider beams never score worse than greedy under the same (length-penalised) objective."""
+    model = tiny_model(codec, "summarization_transformer_tiny", seed=2)
+    src = codec.encode_documents([e.document for e in examples[20:26]])
+
+    def score(row_src, ids):
+        tgt = torch.tensor([[BOS_ID, *ids, EOS_ID]])
+        with torch.no_grad():
+            log_probs = model(row_src[None], tgt[:, :-1]).log_softmax(-1)[0]
+        total = float(log_probs.gather(1, tgt[0, 1:, None]).sum())
+        return total / ((5 + len(ids) + 1) / 6) ** 0.6
+
+    greedy = beam_search(model, src, BOS_ID, EOS_ID, max_len=40, beam_size=1, alpha=0.6)
+    wide = beam_search(model, src, BOS_ID, EOS_ID, max_len=40, beam_size=5, alpha=0.6)
+    for row_src, g, w in zip(src, greedy, wide):
+        if EOS_ID not in (g[-1:]) and len(g) < 40 and len(w) < 40:
+            assert score(row_src, w) >= score(row_src, g) - 1e-4
+
+
+# ---- ROUGE ---------------------------------------------------------------------------------------------------
+PAIRS = [("the cat sat on the mat", "a cat was sitting on the mat"),
+         ("Returns the running processes.", "Return the list of running processes."),
+         ("completely different words", "nothing in common here"),
+         ("", "an empty prediction scores zero")]
+
+
+def test_rouge_equals_rouge_score_directly():
+    predictions, references = zip(*PAIRS)
+    ours = rouge_f1(predictions, references)
+    scorer = rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=True)
+    for i, (prediction, reference) in enumerate(PAIRS):
+        theirs = scorer.score(reference, prediction)
+        for name in ROUGE_TYPES:
+            assert ours[name][i] == pytest.approx(theirs[name].fmeasure)
+    assert ours["rouge1"][2] == 0.0 and ours["rouge1"][1] > 0.5  # stemming: returns ~ return
+    summary = score_summaries(predictions, references, resamples=200, seed=3)
+    for name in ROUGE_TYPES:
+        assert summary[name] == pytest.approx(100 * ours[name].mean())
+        assert summary[f"{name}_low"] <= summary[name] <= summary[f"{name}_high"]
+    assert score_summaries(predictions, references, resamples=200, seed=3) == summary
+    assert summary["n"] == 4
+
+
+# ---- the trainer's Adafactor and inverse-square-root option ----------------------------------------------
+def config(**overrides) -> TrainConfig:
+    settings = dict(steps=12, batch_size=8, lr=1e-2, betas=(0.9, 0.995), grad_clip=1.0, warmup_steps=4,
+                    checkpoint_every=4, log_every=2, bucket_width=10**6, shuffle_buffer=16, read_rows=16, device="cpu", threads=1,
+                    optimizer="adafactor", schedule="inverse_sqrt")
+    return TrainConfig(**{**settings, **overrides})
+
+
+def test_inverse_sqrt_schedule_peaks_after_warmup():
+    c = config(warmup_steps=4)
+    rates = [scheduled_lr(c, step) for step in range(16)]
+    assert rates[3] == pytest.approx(1e-2) and rates[0] == pytest.approx(2.5e-3)
+    assert rates[15] == pytest.approx(1e-2 * math.sqrt(4 / 16))
+    assert scheduled_lr(config(warmup_steps=0), 8) == pytest.approx(1e-2 / 3)
+    assert scheduled_lr(config(schedule="constant", warmup_steps=0), 8) == pytest.approx(1e-2)
+
+
+def test_optimizer_and_schedule_are_validated_and_default_to_adam(tmp_path):
+    from helpers import load_default_params
+
+    params = load_default_params()
+    params["summarization"]["train"]["optimizer"] = "sgd"
+    with pytest.raises(TpreproError, match=r"summarization\.train\.optimizer: 'sgd' is not one of"):
+        validate_params(params)
+    assert TrainConfig.from_params(load_default_params()).optimizer == "adam"
+
+
+def make_job(dataset, codec, steps: int = 12) -> TrainJob:
+    cfg = resolve_model_config("summarization_tpt_d_tiny", {"d_model": 32, "d_ff": 64, "d_role": 8})
+    return TrainJob(name="s", seed=5, model=cfg, config=config(steps=steps), files=dataset.files, vocab=codec,
+                    data_fingerprint=dataset.fingerprint())
+
+
+def test_adafactor_training_resumes_exactly(releases, codec, tmp_path):
+    rows = load_huggingface(releases["xsum"], ("document", "summary"))[TRAIN]
+    write_dataset(rows, tmp_path / "train", 40)
+    dataset = open_dataset(tmp_path / "train")
+    full = Trainer(make_job(dataset, codec), tmp_path / "a" / "ckpt.pt")
+    assert isinstance(full.optimizer, torch.optim.Adafactor)
+    full.fit()
+    crashed = Trainer(make_job(dataset, codec), tmp_path / "b" / "ckpt.pt", callbacks=[CrashAt(10)])
+    with pytest.raises(KeyboardInterrupt):
+        crashed.fit()
+    resumed = Trainer(make_job(dataset, codec), tmp_path / "b" / "ckpt.pt")
+    assert resumed.resumed_from == 8
+    resumed.fit()
+    assert_same_weights(full.model, resumed.model)
+    states = zip(full.optimizer.state.values(), resumed.optimizer.state.values())
+    for s_full, s_res in states:
+        assert s_full.keys() == s_res.keys()
+        for key in s_full:
+            assert torch.equal(torch.as_tensor(s_full[key]), torch.as_tensor(s_res[key])), key
+
+
+def test_default_optimizer_keeps_the_old_fingerprint_and_adafactor_changes_it(codec):
+    """Checkpoints written before train.optimizer/schedule existed (Adam, constant) still resume."""
+    import hashlib
+    from dataclasses import asdict
+
+    from tprepro.train.trainer import _RESUMABLE_CHANGES
+
+    cfg = resolve_model_config("summarization_tpt_d_tiny")
+    adam = TrainJob(name="s", seed=5, model=cfg, config=config(optimizer="adam", schedule="constant"), files=[],
+                    vocab=codec, data_fingerprint="d")
+    old_train = {k: v for k, v in asdict(adam.config).items()
+                 if k not in _RESUMABLE_CHANGES and k not in ("optimizer", "schedule")}
+    old = {"seed": 5, "model": asdict(cfg), "train": old_train, "vocab": list(codec.symbols), "data": "d"}
+    assert adam.fingerprint == hashlib.sha256(json.dumps(old, sort_keys=True).encode()).hexdigest()
+    adafactor = TrainJob(name="s", seed=5, model=cfg, config=config(), files=[], vocab=codec, data_fingerprint="d")
+    assert adafactor.fingerprint != adam.fingerprint
+
+
+def test_table_puts_published_numbers_beside_the_reproduced_ones(tmp_path):
+    from tprepro.experiments.summarization.table import read_published, summary_markdown, summary_table
+
+    predictions, references = zip(*PAIRS)
+    evals = []
+    for model, shift in (("transformer", 0), ("tpt_d", 1)):
+        scores = score_summaries(predictions[shift:], references[shift:], resamples=50)
+        evals.append({"model": model, "dataset": "xsum", **scores, "samples": [
+            {"id": "a", "document": "d", "reference": references[0], "prediction": predictions[shift]}],
+            **({"role_sharpness": 0.5} if model == "tpt_d" else {})})
+    table = summary_table(evals, ["transformer", "tpt_d"], ["xsum"])
+    assert table["xsum.rouge1"].tolist() == [evals[0]["rouge1"], evals[1]["rouge1"]]
+    path = tmp_path / "published.csv"
+    path.write_text("model,dataset,rouge1,rouge2,rougeL,source\nTPT-d,xsum,1.5,2.5,3.5,a test file\n")
+    markdown = summary_markdown(table, evals, read_published(str(path)), samples=1)
+    assert "| TPT-d (published) | 1.50 | 2.50 | 3.50 |" in markdown
+    assert "| Transformer (published) | – | – | – |" in markdown
+    assert "Published numbers: a test file." in markdown and "| TPT-d | xsum | 0.500 |" in markdown
+    assert f"- reference: {references[0]}" in markdown and "- Transformer: the cat sat on the mat" in markdown
+    with pytest.raises(TpreproError, match="missing column"):
+        path.write_text("model,dataset,rouge1\n")
+        read_published(str(path))
+    with pytest.raises(TpreproError, match="no evaluation of tpt_c on xsum"):
+        summary_table(evals, ["tpt_c"], ["xsum"])
+
+
+def test_params_name_the_summarization_key():
+    from helpers import load_default_params
+
+    params = load_default_params()
+    params["summarization"]["datasets"]["wikihow"] = {"format": "csv", "path": None}
+    with pytest.raises(TpreproError, match=r"summarization\.datasets\.wikihow\.format"):
+        validate_params(params)
+    params = load_default_params()
+    params["summarization"]["datasets"]["gigaword"] = {"format": "huggingface", "path": None}
+    with pytest.raises(TpreproError, match=r"summarization\.datasets\.gigaword\.path: required"):
+        validate_params(params)

@@ -1,0 +1,52 @@
+"""End to end: the summarization experiment's Snakemake target on micro settings, with all four
+datasets (one per release format, all read from the CI corpus), MLflow runs and a re-plan."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from helpers import copy_project, load_default_params, micro_summarization, write_params
+from test_two_variable_pipeline import snakemake
+
+pytestmark = pytest.mark.slow
+TARGET = "summarization_tables"
+
+
+def test_summarization_table_from_snakemake(tmp_path):
+    root = copy_project(tmp_path / "repo")
+    params = micro_summarization(load_default_params(), ("xsum", "cnndm", "wikihow", "arxiv"))
+    write_params(root / "params.yaml", params)
+
+    snakemake(root, TARGET)
+    table = pd.read_csv(root / "results/tables/summarization.csv")
+    assert table["model"].tolist() == ["transformer", "tpt_d"]
+    for dataset in ("xsum", "cnndm", "wikihow", "arxiv"):
+        for name in ("rouge1", "rouge2", "rougeL"):
+            assert table[f"{dataset}.{name}"].between(0, 100).all()
+            assert (table[f"{dataset}.{name}_low"] <= table[f"{dataset}.{name}_high"]).all()
+        assert (table[f"{dataset}.n"] == 4).all()
+        assert table[f"{dataset}.role_sharpness"].isna().tolist() == [True, False]
+        assert (root / f"data/summarization/{dataset}/spm.model").is_file()
+    markdown = (root / "results/tables/summarization.md").read_text()
+    assert "| model | xsum R-1 | xsum R-2 | xsum R-L | cnndm R-1 |" in markdown
+    assert "## Role one-hotness" in markdown and "- reference: " in markdown
+    assert json.loads((root / "results/summarization_metrics.json").read_text()).keys() == {"transformer", "tpt_d"}
+    evaluation = json.loads((root / "summarization/eval/arxiv/tpt_d.json").read_text())
+    assert evaluation["n"] == 4 and 0 <= evaluation["role_sharpness"] <= 1 and len(evaluation["samples"]) == 1
+
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{root / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name(params["mlflow"]["experiment"])
+    runs = {r.info.run_name: r for r in client.search_runs([experiment.experiment_id])}
+    expected_runs = {"summarization/xsum/tpt_d-s1", "summarization/wikihow/transformer-s1", "summarization/tables"}
+    assert expected_runs <= runs.keys()
+    assert "cnndm.rouge1" in runs["summarization/cnndm/tpt_d-s1"].data.metrics
+    assert runs["summarization/cnndm/tpt_d-s1"].data.params["train.optimizer"] == "adafactor"
+
+    assert "Nothing to be done" in snakemake(root, TARGET, "-n")
+    params["summarization"]["models"]["tpt_d"]["d_ff"] = 24  # one model's setting
+    write_params(root / "params.yaml", params)
+    plan = snakemake(root, TARGET, "-n", "-p")
+    assert "--model tpt_d" in plan and "--model transformer" not in plan and "summarization-data" not in plan

@@ -1,0 +1,105 @@
+# The papers' interpretation sections (issue 12), after evaluation: attention maps, role clusters,
+# head reconstruction, role one-hotness (Mathematics Dataset runs); attention and ponder maps
+# (two-variable models); relation-unbinding clusters (TP-N2F). Settings: params.yaml `interpret:`.
+# Each job runs the analyses its model's architecture has, into one directory under results/interpret/.
+INTERPRET = P["interpret"]
+INTERPRET_DIR = "results/interpret"
+
+
+rule interpret_mathematics:
+    input:
+        model="models/{run}/model.pt",
+        metrics="models/{run}/train_metrics.json",
+        evaluation="results/eval/{run}.csv",
+        data=f"{DATA}/{INTERPOLATE}/{INTERPRET['module']}",
+        code=code_files("interpret-mathematics"),
+    output:
+        report(directory(f"{INTERPRET_DIR}/mathematics/{{run}}"), patterns=["{name}.png"],
+               caption="../report/interpret_mathematics.rst", category="Interpretation"),
+    params:
+        settings={k: INTERPRET[k] for k in ("seed", "module", "examples", "attention", "role_clusters",
+                                            "head_reconstruction", "one_hotness")},
+        model_dir=lambda wildcards, input: parent(input.model),
+        interpolate=lambda wildcards, input: parent(input.data),
+    log:
+        "logs/interpret/mathematics/{run}.log",
+    resources:
+        **cluster_resources(P, "tables"),
+    conda:
+        "../envs/torch.yaml"
+    shell:
+        "tprepro interpret-mathematics --model-dir {params.model_dir}"
+        " --interpolate {params.interpolate} --out {output} > {log} 2>&1"
+
+
+rule interpret_reconstruction:
+    input:
+        expand(f"{INTERPRET_DIR}/mathematics/{{run}}", run=RUNS),
+        code=code_files("interpret-reconstruction"),
+    output:
+        csv=report(f"{INTERPRET_DIR}/head_reconstruction.csv", caption="../report/head_reconstruction.rst",
+                   category="Interpretation"),
+        md=f"{INTERPRET_DIR}/head_reconstruction.md",
+        png=report(f"{INTERPRET_DIR}/head_reconstruction.png", caption="../report/head_reconstruction.rst",
+                   category="Interpretation"),
+    params:
+        grid=GRID,
+        interpret_dir=lambda wildcards, input: parent(input[0]),
+        out_dir=lambda wildcards, output: parent(output.csv),
+    log:
+        "logs/interpret/head_reconstruction.log",
+    resources:
+        **cluster_resources(P, "tables"),
+    conda:
+        "../envs/torch.yaml"
+    shell:
+        "tprepro interpret-reconstruction --interpret-dir {params.interpret_dir}"
+        " --models-dir models --out-dir {params.out_dir} > {log} 2>&1"
+
+
+rule interpret_two_variable:
+    input:
+        model="two_variable/models/{model}/model.pt",
+        metrics="two_variable/models/{model}/train_metrics.json",
+        evaluation="two_variable/eval/{model}.csv",
+        test=rules.two_variable_data.output.test,
+        code=code_files("interpret-two-variable"),
+    output:
+        report(directory(f"{INTERPRET_DIR}/two_variable/{{model}}"), patterns=["{name}.png"],
+               caption="../report/interpret_two_variable.rst", category="Interpretation"),
+    params:
+        settings={k: INTERPRET[k] for k in ("seed", "examples", "attention", "ponder")},
+        model_dir=lambda wildcards, input: parent(input.model),
+    log:
+        "logs/interpret/two_variable/{model}.log",
+    resources:
+        **cluster_resources(P, "tables"),
+    conda:
+        "../envs/torch.yaml"
+    shell:
+        "tprepro interpret-two-variable --model-dir {params.model_dir}"
+        " --test {input.test} --out {output} > {log} 2>&1"
+
+
+rule interpret_n2f:
+    input:
+        model=f"n2f/models/{{task}}/{INTERPRET['unbinding']['model']}/model.pt",
+        metrics=f"n2f/models/{{task}}/{INTERPRET['unbinding']['model']}/train_metrics.json",
+        evaluation=f"n2f/eval/{{task}}/{INTERPRET['unbinding']['model']}.csv",
+        test="data/n2f/{task}/test",
+        code=code_files("interpret-n2f"),
+    output:
+        report(directory(f"{INTERPRET_DIR}/n2f/{{task}}"), patterns=["{name}.png"],
+               caption="../report/interpret_n2f.rst", category="Interpretation"),
+    params:
+        settings={k: INTERPRET[k] for k in ("seed", "unbinding")},
+        model_dir=lambda wildcards, input: parent(input.model),
+    log:
+        "logs/interpret/n2f/{task}.log",
+    resources:
+        **cluster_resources(P, "tables"),
+    conda:
+        "../envs/torch.yaml"
+    shell:
+        "tprepro interpret-n2f --task {wildcards.task} --model-dir {params.model_dir}"
+        " --test {input.test} --out {output} > {log} 2>&1"

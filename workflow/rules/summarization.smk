@@ -1,0 +1,124 @@
+# The summarization experiment (Jiang et al. 2021): CI corpus -> per dataset: shards + subword model
+# -> Transformer / TPT-c / TPT-d training -> beam search + ROUGE -> table and report.
+# Settings: params.yaml `summarization:` (its `train:` overrides the top-level one).
+from tprepro.experiments.summarization.settings import summarization_train
+
+SUM = P["summarization"]
+SUM_TRAIN = summarization_train(P)
+SUM_DATA = "data/summarization"
+SUM_DATASETS = list(SUM["datasets"])
+SUM_MODELS = list(SUM["models"])
+
+
+rule summarization_corpus:
+    input:
+        code=code_files("summarization-corpus"),
+    output:
+        directory(f"{SUM_DATA}/corpus"),
+    params:
+        corpus=SUM["corpus"],
+    log:
+        "logs/summarization/corpus.log",
+    resources:
+        **cluster_resources(P, "data"),
+    conda:
+        "../envs/torch.yaml"
+    shell:
+        "tprepro summarization-corpus --out {output} > {log} 2>&1"
+
+
+rule summarization_data:
+    input:
+        corpus=f"{SUM_DATA}/corpus",
+        code=code_files("summarization-data"),
+    output:
+        directory(f"{SUM_DATA}/{{dataset}}"),
+    wildcard_constraints:
+        dataset="|".join(SUM_DATASETS),
+    params:
+        release=lambda wildcards: SUM["datasets"][wildcards.dataset],
+        corpus=SUM["corpus"],
+        data=SUM["data"],
+        seed=SUM["seed"],
+    log:
+        "logs/summarization/data/{dataset}.log",
+    resources:
+        **cluster_resources(P, "data"),
+    conda:
+        "../envs/torch.yaml"
+    shell:
+        "tprepro summarization-data --dataset {wildcards.dataset}"
+        " --corpus {input.corpus} --out {output} > {log} 2>&1"
+
+
+rule summarization_train:
+    input:
+        data=f"{SUM_DATA}/{{dataset}}",
+        code=code_files("summarization-train"),
+    output:
+        model="summarization/models/{dataset}/{model}/model.pt",
+        metrics="summarization/models/{dataset}/{model}/train_metrics.json",
+    params:
+        model=lambda wildcards: SUM["models"][wildcards.model],
+        train=SUM_TRAIN,
+        data=SUM["data"],
+        seed=SUM["seed"],
+        out="summarization/models/{dataset}/{model}",
+        checkpoints="summarization/checkpoints/{dataset}/{model}",
+    log:
+        "logs/summarization/train/{dataset}/{model}.log",
+    threads: max(1, SUM_TRAIN["threads"])
+    retries: SUM_TRAIN["max_requeues"]
+    resources:
+        **cluster_resources(P, "train"),
+    conda:
+        "../envs/torch.yaml"
+    shell:
+        "tprepro summarization-train --dataset {wildcards.dataset} --model {wildcards.model}"
+        " --data {input.data} --out {params.out} --checkpoints {params.checkpoints} > {log} 2>&1"
+
+
+rule summarization_evaluate:
+    input:
+        model="summarization/models/{dataset}/{model}/model.pt",
+        metrics="summarization/models/{dataset}/{model}/train_metrics.json",
+        data=f"{SUM_DATA}/{{dataset}}",
+        code=code_files("summarization-evaluate"),
+    output:
+        "summarization/eval/{dataset}/{model}.json",
+    params:
+        settings=SUM["evaluate"],
+        model_dir=lambda wildcards, input: parent(input.model),
+    log:
+        "logs/summarization/evaluate/{dataset}/{model}.log",
+    resources:
+        **cluster_resources(P, "evaluate"),
+    conda:
+        "../envs/torch.yaml"
+    shell:
+        "tprepro summarization-evaluate --dataset {wildcards.dataset}"
+        " --model-dir {params.model_dir} --data {input.data} --out {output} > {log} 2>&1"
+
+
+rule summarization_tables:
+    input:
+        expand("summarization/eval/{dataset}/{model}.json", dataset=SUM_DATASETS, model=SUM_MODELS),
+        code=code_files("summarization-tables"),
+    output:
+        csv=report("results/tables/summarization.csv", caption="../report/summarization.rst",
+                   category="Summarization"),
+        md="results/tables/summarization.md",
+        metrics="results/summarization_metrics.json",
+    params:
+        models=SUM_MODELS,
+        datasets=SUM_DATASETS,
+        report=SUM["report"],
+    log:
+        "logs/summarization/tables.log",
+    resources:
+        **cluster_resources(P, "tables"),
+    conda:
+        "../envs/torch.yaml"
+    shell:
+        "tprepro summarization-tables --eval-dir summarization/eval"
+        " --tables-dir results/tables --metrics {output.metrics} > {log} 2>&1"
