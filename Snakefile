@@ -29,5 +29,5 @@ rule all:
         expand("results/tables/{task}.md", task=N2F_TASKS),
         rules.summarization_tables.output,
         rules.interpret_reconstruction.output,
-        expand("results/interpret/two_variable/{model}", model=TV_MODELS),
+        expand("results/interpret/two_variable/{run}", run=TV_RUNS),
         expand("results/interpret/n2f/{task}", task=N2F_TASKS),

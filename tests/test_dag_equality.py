@@ -58,7 +58,7 @@ def test_both_n2f_tasks_have_equal_stages_in_both_tools(tmp_path):
     assert smk_outputs == dvc_outputs and smk_commands == dvc_commands
     for task in ("mathqa", "algolisp"):
         assert {f"results/tables/{task}.md", f"results/n2f/{task}_quality.json",
-                f"n2f/models/{task}/tp_n2f/model.pt", f"n2f/eval/{task}/lstm2tp.csv"} <= dvc_outputs
+                f"n2f/models/{task}/tp_n2f-s1/model.pt", f"n2f/eval/{task}/lstm2tp-s1.csv"} <= dvc_outputs
 
 
 def test_dvc_stages_depend_on_the_code_the_stage_registry_names():

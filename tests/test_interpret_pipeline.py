@@ -98,10 +98,10 @@ def test_two_variable_aut_and_tp_n2f_through_the_cli(tmp_path):
     write_params(root / "params.yaml", params)
 
     tprepro(root, "two-variable-data", "--out", "data/two_variable", "--vocab", "data/two_variable/vocab.json")
-    tprepro(root, "two-variable-train", "--model", "aut", "--train", "data/two_variable/train",
-            "--vocab", "data/two_variable/vocab.json", "--out", "two_variable/models/aut",
-            "--checkpoints", "two_variable/checkpoints/aut", "--heldout", "data/two_variable/test")
-    tprepro(root, "interpret-two-variable", "--model-dir", "two_variable/models/aut", "--test",
+    tprepro(root, "two-variable-train", "--model", "aut", "--seed", "1", "--train", "data/two_variable/train",
+            "--vocab", "data/two_variable/vocab.json", "--out", "two_variable/models/aut-s1",
+            "--checkpoints", "two_variable/checkpoints/aut-s1", "--heldout", "data/two_variable/test")
+    tprepro(root, "interpret-two-variable", "--model-dir", "two_variable/models/aut-s1", "--test",
             "data/two_variable/test", "--out", "results/interpret/two_variable/aut")
     out = root / "results" / "interpret" / "two_variable" / "aut"
     assert {p.name for p in out.iterdir()} == {"analyses.json", "attention.json", "attention.png",
@@ -111,14 +111,14 @@ def test_two_variable_aut_and_tp_n2f_through_the_cli(tmp_path):
     assert by_type["problems"].sum() == min(40, test_rows) and by_type["mean_updates"].between(1, 4).all()
 
     tprepro(root, "n2f-data", "--task", "algolisp", "--out", "data/n2f/algolisp")
-    tprepro(root, "n2f-train", "--task", "algolisp", "--model", "tp_n2f", "--train", "data/n2f/algolisp/train",
-            "--vocab", "data/n2f/algolisp/vocab.json", "--out", "n2f/models/algolisp/tp_n2f",
-            "--checkpoints", "n2f/checkpoints/algolisp/tp_n2f")
-    tprepro(root, "interpret-n2f", "--task", "algolisp", "--model-dir", "n2f/models/algolisp/tp_n2f",
+    tprepro(root, "n2f-train", "--task", "algolisp", "--model", "tp_n2f", "--seed", "1",
+            "--train", "data/n2f/algolisp/train", "--vocab", "data/n2f/algolisp/vocab.json",
+            "--out", "n2f/models/algolisp/tp_n2f-s1", "--checkpoints", "n2f/checkpoints/algolisp/tp_n2f-s1")
+    tprepro(root, "interpret-n2f", "--task", "algolisp", "--model-dir", "n2f/models/algolisp/tp_n2f-s1",
             "--test", "data/n2f/algolisp/test", "--out", "results/interpret/n2f/algolisp")
     members = pd.read_csv(root / "results" / "interpret" / "n2f" / "algolisp" / "unbinding_clusters.csv")
     assert len(members) == 4 and members["size"].sum() >= 4
-    assert "interpret/algolisp/unbinding_clusters.png" in artifacts(root, root / "n2f" / "models" / "algolisp" / "tp_n2f")
+    assert "interpret/algolisp/unbinding_clusters.png" in artifacts(root, root / "n2f" / "models" / "algolisp" / "tp_n2f-s1")
 
     lstm_decoder = tprepro_fails(root, "interpret-n2f", "--task", "algolisp", "--model-dir",
                                  "n2f/models/algolisp/tp_n2f_missing", "--test", "data/n2f/algolisp/test",

@@ -43,7 +43,7 @@ def check_tables(root, params) -> None:
     for frame in (mathqa, algolisp):
         accuracies = frame[[c for c in frame.columns if "." in c and not c.endswith("_std")]]
         assert ((accuracies >= 0) & (accuracies <= 1)).all().all() and (frame["seeds"] == 1).all()
-    evaluation = pd.read_csv(root / "n2f/eval/mathqa/tp_n2f.csv")
+    evaluation = pd.read_csv(root / "n2f/eval/mathqa/tp_n2f-s1.csv")
     assert (evaluation["n"] == 2985).all()  # the whole real test split
     quality = json.loads((root / "results/n2f/mathqa_quality.json").read_text())
     assert quality["train"]["label"] == "dev" and quality["train"]["examples"] == 4475
@@ -77,7 +77,7 @@ def test_n2f_pipeline_through_snakemake(tmp_path, generate_python):
     params["n2f"]["algolisp"]["models"]["lstm2tp"]["d_argument"] = 4  # one model of one task
     write_params(root / "params.yaml", params)
     plan = run(root, "snakemake", "--cores", "2", "-n", *targets)
-    assert "n2f_train" in plan and "wildcards: task=algolisp, model=lstm2tp" in plan
+    assert "n2f_train" in plan and "wildcards: task=algolisp, model=lstm2tp, seed=1" in plan
     assert "model=tp_n2f" not in plan and "task=mathqa" not in plan
 
 

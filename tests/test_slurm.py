@@ -140,7 +140,7 @@ def test_slurm_results_equal_local_results(runs):
         assert (cluster / path).read_bytes() == (local / path).read_bytes(), path
     outputs = {f"{m}-s{s}": (f"results/eval/{m}-s{s}.csv", f"models/{m}-s{s}/model.pt")
                for m in params["grid"]["models"] for s in params["grid"]["seeds"]}
-    outputs.update({f"algolisp/{m}": (f"n2f/eval/algolisp/{m}.csv", f"n2f/models/algolisp/{m}/model.pt")
+    outputs.update({f"algolisp/{m}": (f"n2f/eval/algolisp/{m}-s1.csv", f"n2f/models/algolisp/{m}-s1/model.pt")
                     for m in params["n2f"]["models"]})
     for run_name, (evaluation, model) in outputs.items():
         evals = [(root / evaluation).read_bytes() for root in (cluster, local)]

@@ -104,7 +104,8 @@ def test_permutation_stays_in_range_and_decodes_the_extremes():
         (lambda s: s["train"].update(stepz=3), "two_variable.train.stepz"),
         (lambda s: s["train"].update(steps="many"), "two_variable.train.steps"),
         (lambda s: s["models"]["transformer"].pop("preset"), "two_variable.models.transformer.preset"),
-        (lambda s: s.pop("seed"), "two_variable.seed"),
+        (lambda s: s.pop("seeds"), "two_variable.seeds"),
+        (lambda s: s.update(seeds=[1, 1]), "two_variable.seeds"),
     ],
 )
 def test_bad_settings_name_the_key(edit, key):

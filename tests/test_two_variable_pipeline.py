@@ -25,6 +25,7 @@ def snakemake(root, *args) -> str:
 def test_two_variable_table_from_snakemake(tmp_path):
     root = copy_project(tmp_path / "repo")
     params = micro_n2f(micro_two_variable(load_default_params()))
+    params["two_variable"]["seeds"] = [1, 2]  # a run per model and seed; the table averages them
     write_params(root / "params.yaml", params)
     models = list(params["two_variable"]["models"])
     assert models == ["transformer", "ut", "aut"]
@@ -37,11 +38,15 @@ def test_two_variable_table_from_snakemake(tmp_path):
     assert (table["steps"] == 6).all() and table[[*TYPES, "overall"]].apply(lambda c: c.between(0, 1)).all().all()
     assert (table["train_seconds"] > 0).all() and table["time_vs_first"].iloc[0] == 1.0
     assert table["a-a"].notna().all()  # every type has test rows
+    assert (table["seeds"] == 2).all() and table["overall_std"].notna().all()
+    assert (root / "results/figures/two_variable_learning_curves.png").read_bytes()[:4] == b"\x89PNG"
+    curve = pd.read_csv(root / "two_variable/models/ut-s2/learning_curve.csv")
+    assert curve["step"].tolist() == [3, 6] and curve["heldout_exact_match"].between(0, 1).all()
     markdown = (root / "results/tables/two_variable_types.md").read_text()
     assert "| model | weights | steps | a+a | a−a | a×a | a+b | a−b | a×b | overall |" in markdown
     assert "(paper 100.00%, Δ" in markdown and "Wangperawong (2018), Table 3" in markdown
     assert json.loads((root / "results/two_variable_metrics.json").read_text()).keys() == set(models)
-    evals = pd.read_csv(root / "two_variable/eval/ut.csv")
+    evals = pd.read_csv(root / "two_variable/eval/ut-s1.csv")
     assert evals["module"].tolist() == list(TYPES) and evals["n"].sum() == 24  # 10% of 240
 
     from mlflow.tracking import MlflowClient
@@ -49,7 +54,8 @@ def test_two_variable_table_from_snakemake(tmp_path):
     client = MlflowClient(tracking_uri=f"sqlite:///{root / 'mlflow.db'}")
     experiment = client.get_experiment_by_name(params["mlflow"]["experiment"])
     runs = {r.info.run_name: r for r in client.search_runs([experiment.experiment_id])}
-    assert {"two_variable/transformer-s1", "two_variable/ut-s1", "two_variable/aut-s1"} <= runs.keys()
+    assert {f"two_variable/{m}-s{s}" for m in models for s in (1, 2)} <= runs.keys()
+    assert "heldout_exact_match" in runs["two_variable/ut-s2"].data.metrics
     assert "acc.test.a_times_b" in runs["two_variable/aut-s1"].data.metrics
     tables_run = runs["two_variable/tables"]
     assert "ut.a_plus_b" in tables_run.data.metrics

@@ -198,6 +198,16 @@ def write_role_sharpness(model, vocab, rows: list[tuple[str, str]], batch_size: 
     run.log_artifact(path, "evaluation")
 
 
+def training_summaries(models_dir: Path, runs: Mapping[str, tuple[str, int]]) -> dict[str, dict]:
+    """model -> the train_metrics.json of its first run in `runs` ({run directory: (model, seed)}):
+    parameters, steps and timing, which the tables report per model (equal across seeds)."""
+    summaries: dict[str, dict] = {}
+    for run, (model, _) in runs.items():
+        if model not in summaries:
+            summaries[model] = read_train_metrics(models_dir / run)
+    return summaries
+
+
 def read_train_metrics(model_dir: Path) -> dict:
     path = model_dir / TRAIN_METRICS
     try:

@@ -4,6 +4,7 @@
 # Each job runs the analyses its model's architecture has, into one directory under results/interpret/.
 INTERPRET = P["interpret"]
 INTERPRET_DIR = "results/interpret"
+UNBINDING_RUN = f"{INTERPRET['unbinding']['model']}-s{N2F['seeds'][0]}"  # the first seed's model
 
 
 rule interpret_mathematics:
@@ -59,19 +60,19 @@ rule interpret_reconstruction:
 
 rule interpret_two_variable:
     input:
-        model="two_variable/models/{model}/model.pt",
-        metrics="two_variable/models/{model}/train_metrics.json",
-        evaluation="two_variable/eval/{model}.csv",
+        model="two_variable/models/{run}/model.pt",
+        metrics="two_variable/models/{run}/train_metrics.json",
+        evaluation="two_variable/eval/{run}.csv",
         test=rules.two_variable_data.output.test,
         code=code_files("interpret-two-variable"),
     output:
-        report(directory(f"{INTERPRET_DIR}/two_variable/{{model}}"), patterns=["{name}.png"],
+        report(directory(f"{INTERPRET_DIR}/two_variable/{{run}}"), patterns=["{name}.png"],
                caption="../report/interpret_two_variable.rst", category="Interpretation"),
     params:
         settings={k: INTERPRET[k] for k in ("seed", "examples", "attention", "ponder")},
         model_dir=lambda wildcards, input: parent(input.model),
     log:
-        "logs/interpret/two_variable/{model}.log",
+        "logs/interpret/two_variable/{run}.log",
     resources:
         **cluster_resources(P, "tables"),
     conda:
@@ -83,9 +84,9 @@ rule interpret_two_variable:
 
 rule interpret_n2f:
     input:
-        model=f"n2f/models/{{task}}/{INTERPRET['unbinding']['model']}/model.pt",
-        metrics=f"n2f/models/{{task}}/{INTERPRET['unbinding']['model']}/train_metrics.json",
-        evaluation=f"n2f/eval/{{task}}/{INTERPRET['unbinding']['model']}.csv",
+        model=f"n2f/models/{{task}}/{UNBINDING_RUN}/model.pt",
+        metrics=f"n2f/models/{{task}}/{UNBINDING_RUN}/train_metrics.json",
+        evaluation=f"n2f/eval/{{task}}/{UNBINDING_RUN}.csv",
         test="data/n2f/{task}/test",
         code=code_files("interpret-n2f"),
     output:

@@ -8,6 +8,7 @@ N2F = P["n2f"]
 N2F_TRAIN = n2f_train(P)
 N2F_TASKS = N2F["tasks"]
 N2F_MODELS = N2F["models"]
+N2F_RUNS = [f"{model}-s{seed}" for model in N2F_MODELS for seed in N2F["seeds"]]
 
 
 wildcard_constraints:
@@ -61,16 +62,15 @@ rule n2f_train:
         vocab="data/n2f/{task}/vocab.json",
         code=code_files("n2f-train"),
     output:
-        model="n2f/models/{task}/{model}/model.pt",
-        metrics="n2f/models/{task}/{model}/train_metrics.json",
+        model="n2f/models/{task}/{model}-s{seed}/model.pt",
+        metrics="n2f/models/{task}/{model}-s{seed}/train_metrics.json",
     params:
         model=lambda wildcards: N2F[wildcards.task]["models"][wildcards.model],
         train=lambda wildcards: n2f_train(P, wildcards.task),
-        seed=N2F["seed"],
-        out="n2f/models/{task}/{model}",
-        checkpoints="n2f/checkpoints/{task}/{model}",
+        out="n2f/models/{task}/{model}-s{seed}",
+        checkpoints="n2f/checkpoints/{task}/{model}-s{seed}",
     log:
-        "logs/n2f/{task}/train/{model}.log",
+        "logs/n2f/{task}/train/{model}-s{seed}.log",
     threads: max(1, N2F_TRAIN["threads"])
     retries: N2F_TRAIN["max_requeues"]
     resources:
@@ -78,25 +78,25 @@ rule n2f_train:
     conda:
         "../envs/torch.yaml"
     shell:
-        "tprepro n2f-train --task {wildcards.task} --model {wildcards.model}"
+        "tprepro n2f-train --task {wildcards.task} --model {wildcards.model} --seed {wildcards.seed}"
         " --train {input.train} --vocab {input.vocab} --out {params.out} --checkpoints {params.checkpoints}"
         " > {log} 2>&1"
 
 
 rule n2f_evaluate:
     input:
-        model="n2f/models/{task}/{model}/model.pt",
-        metrics="n2f/models/{task}/{model}/train_metrics.json",
+        model="n2f/models/{task}/{run}/model.pt",
+        metrics="n2f/models/{task}/{run}/train_metrics.json",
         test="data/n2f/{task}/test",
         code=code_files("n2f-evaluate"),
     output:
-        "n2f/eval/{task}/{model}.csv",
+        "n2f/eval/{task}/{run}.csv",
     params:
         settings=N2F["evaluate"],
         task=lambda wildcards: {key: N2F[wildcards.task][key] for key in ("evaluate", "data")},
         model_dir=lambda wildcards, input: parent(input.model),
     log:
-        "logs/n2f/{task}/evaluate/{model}.log",
+        "logs/n2f/{task}/evaluate/{run}.log",
     resources:
         **cluster_resources(P, "evaluate"),
     conda:
@@ -108,8 +108,8 @@ rule n2f_evaluate:
 
 rule n2f_tables:
     input:
-        evals=expand("n2f/eval/{{task}}/{model}.csv", model=N2F_MODELS),
-        metrics=expand("n2f/models/{{task}}/{model}/train_metrics.json", model=N2F_MODELS),
+        evals=expand("n2f/eval/{{task}}/{run}.csv", run=N2F_RUNS),
+        metrics=expand("n2f/models/{{task}}/{run}/train_metrics.json", run=N2F_RUNS),
         quality="results/n2f/{task}_quality.json",
         code=code_files("n2f-tables"),
     output:
@@ -118,6 +118,8 @@ rule n2f_tables:
         metrics="results/{task}_metrics.json",
     params:
         models=N2F_MODELS,
+        seeds=N2F["seeds"],
+        train=lambda wildcards: n2f_train(P, wildcards.task),  # the caption's budget
     log:
         "logs/n2f/{task}/tables.log",
     resources:

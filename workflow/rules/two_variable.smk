@@ -7,6 +7,7 @@ TV = P["two_variable"]
 TV_TRAIN = two_variable_train(P)
 TV_DATA = "data/two_variable"
 TV_MODELS = list(TV["models"])
+TV_RUNS = [f"{model}-s{seed}" for model in TV_MODELS for seed in TV["seeds"]]
 
 
 rule two_variable_data:
@@ -37,18 +38,17 @@ rule two_variable_train:
         heldout=rules.two_variable_data.output.test,  # the learning curve's sample
         code=code_files("two-variable-train"),
     output:
-        model="two_variable/models/{model}/model.pt",
-        metrics="two_variable/models/{model}/train_metrics.json",
-        curve="two_variable/models/{model}/learning_curve.csv",
+        model="two_variable/models/{model}-s{seed}/model.pt",
+        metrics="two_variable/models/{model}-s{seed}/train_metrics.json",
+        curve="two_variable/models/{model}-s{seed}/learning_curve.csv",
     params:
         model=lambda wildcards: TV["models"][wildcards.model],
         train=TV_TRAIN,
         evaluate=P["evaluate"],  # decoding settings of the learning curve
-        seed=TV["seed"],
-        out="two_variable/models/{model}",
-        checkpoints="two_variable/checkpoints/{model}",
+        out="two_variable/models/{model}-s{seed}",
+        checkpoints="two_variable/checkpoints/{model}-s{seed}",
     log:
-        "logs/two_variable/train/{model}.log",
+        "logs/two_variable/train/{model}-s{seed}.log",
     threads: max(1, TV_TRAIN["threads"])
     retries: TV_TRAIN["max_requeues"]
     resources:
@@ -56,24 +56,24 @@ rule two_variable_train:
     conda:
         "../envs/torch.yaml"
     shell:
-        "tprepro two-variable-train --model {wildcards.model} --train {input.train}"
+        "tprepro two-variable-train --model {wildcards.model} --seed {wildcards.seed} --train {input.train}"
         " --vocab {input.vocab} --out {params.out} --checkpoints {params.checkpoints}"
         " --heldout {input.heldout} > {log} 2>&1"
 
 
 rule two_variable_evaluate:
     input:
-        model="two_variable/models/{model}/model.pt",
-        metrics="two_variable/models/{model}/train_metrics.json",
+        model="two_variable/models/{run}/model.pt",
+        metrics="two_variable/models/{run}/train_metrics.json",
         test=rules.two_variable_data.output.test,
         code=code_files("two-variable-evaluate"),
     output:
-        "two_variable/eval/{model}.csv",
+        "two_variable/eval/{run}.csv",
     params:
         settings=P["evaluate"],
         model_dir=lambda wildcards, input: parent(input.model),
     log:
-        "logs/two_variable/evaluate/{model}.log",
+        "logs/two_variable/evaluate/{run}.log",
     resources:
         **cluster_resources(P, "evaluate"),
     conda:
@@ -85,9 +85,9 @@ rule two_variable_evaluate:
 
 rule two_variable_tables:
     input:
-        evals=expand("two_variable/eval/{model}.csv", model=TV_MODELS),
-        metrics=expand("two_variable/models/{model}/train_metrics.json", model=TV_MODELS),
-        curves=expand("two_variable/models/{model}/learning_curve.csv", model=TV_MODELS),
+        evals=expand("two_variable/eval/{run}.csv", run=TV_RUNS),
+        metrics=expand("two_variable/models/{run}/train_metrics.json", run=TV_RUNS),
+        curves=expand("two_variable/models/{run}/learning_curve.csv", run=TV_RUNS),
         code=code_files("two-variable-tables"),
     output:
         csv=report("results/tables/two_variable_types.csv", caption="../report/two_variable.rst",
@@ -98,7 +98,8 @@ rule two_variable_tables:
         metrics="results/two_variable_metrics.json",
     params:
         models=TV_MODELS,
-        budget={"seed": TV["seed"], "train": TV_TRAIN, "size": TV["data"]["size"]},  # the caption's budget
+        seeds=TV["seeds"],
+        budget={"train": TV_TRAIN, "size": TV["data"]["size"]},  # the caption's budget
     log:
         "logs/two_variable/tables.log",
     resources:

@@ -65,9 +65,12 @@ def experiments() -> dict[str, Experiment]:
 
 
 # Argument groups several experiments' stages share.
-def train_arguments(parser: argparse.ArgumentParser, models: str, heldout: bool = False) -> None:
-    """One model trained on one training directory (`heldout`: and scored on a held-out one while it trains)."""
+def train_arguments(parser: argparse.ArgumentParser, models: str, heldout: bool = False, seeds: str = "") -> None:
+    """One model trained on one training directory (`heldout`: and scored on a held-out one while it
+    trains; `seeds`: the params key of the seeds its `--seed` is one of)."""
     parser.add_argument("--model", required=True, help=f"a model name under {models} in the params file")
+    if seeds:
+        parser.add_argument("--seed", type=int, required=True, help=f"training seed (one of {seeds})")
     parser.add_argument("--train", required=True, help="the train dataset directory")
     parser.add_argument("--vocab", required=True, help="the vocabulary file written by the data stage")
     parser.add_argument("--out", required=True, help="directory for model.pt and train_metrics.json")

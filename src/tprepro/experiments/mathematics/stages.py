@@ -16,7 +16,8 @@ from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE
 from tprepro.data.shards import Dataset, open_dataset
 from tprepro.errors import TpreproError
 from tprepro.pipeline import (MODEL_FILE, heldout_settings, model_config, publish_table, published_rows,
-                              read_train_metrics, train_model, training_run, write_evaluation, write_role_sharpness)
+                              read_train_metrics, train_model, training_run, training_summaries, write_evaluation,
+                              write_role_sharpness)
 
 
 def module_datasets(split_dirs: Sequence[Path], modules: Sequence[str]) -> list[tuple[str, str, Dataset]]:
@@ -88,11 +89,7 @@ def tables_stage(params_path: str, eval_dir: Path, models_dir: Path, tables_dir:
     curves = read_curves(models_dir, runs)
     evals = read_eval([eval_dir / f"{run}.csv" for run in runs])
     modules = module_table(evals)
-    training: dict[str, dict] = {}
-    for run in runs:  # parameters and steps per model (equal across seeds)
-        summary = read_train_metrics(models_dir / run)
-        training.setdefault(summary["model"], summary)
-    table = table1(evals, training, threshold)
+    table = table1(evals, training_summaries(models_dir, runs), threshold)
 
     train = params["train"]
     budget = (f"{train['steps']} steps of batch {train['batch_size']} on {len(grid['modules'])} training modules, "

@@ -39,7 +39,7 @@ def _quality(args) -> None:
 def _train(args) -> None:
     from tprepro.experiments.n2f.stages import train_stage
 
-    train_stage(args.params, args.task, args.model, Path(args.train), Path(args.vocab), Path(args.out),
+    train_stage(args.params, args.task, args.model, args.seed, Path(args.train), Path(args.vocab), Path(args.out),
                 Path(args.checkpoints))
 
 
@@ -78,20 +78,20 @@ EXPERIMENT = Experiment(
               "tprepro n2f-quality --task algolisp --data data/n2f/algolisp --out results/n2f/algolisp_quality.json",
               _with_task(_quality_arguments), _quality, code=(*COMMON, "experiments/n2f", "data/shards.py", "tracking.py")),
         Stage("n2f-train", "train one N2F model (resumes from its last checkpoint)",
-              "tprepro n2f-train --task algolisp --model tp_n2f --train data/n2f/algolisp/train "
-              "--vocab data/n2f/algolisp/vocab.json --out n2f/models/algolisp/tp_n2f "
-              "--checkpoints n2f/checkpoints/algolisp/tp_n2f",
-              _with_task(lambda p: train_arguments(p, "n2f.models")), _train, processes=_train_processes, code=(*TRAINING, "experiments/n2f")),
+              "tprepro n2f-train --task algolisp --model tp_n2f --seed 1 --train data/n2f/algolisp/train "
+              "--vocab data/n2f/algolisp/vocab.json --out n2f/models/algolisp/tp_n2f-s1 "
+              "--checkpoints n2f/checkpoints/algolisp/tp_n2f-s1",
+              _with_task(lambda p: train_arguments(p, "n2f.models", seeds="n2f.seeds")), _train, processes=_train_processes, code=(*TRAINING, "experiments/n2f")),
         Stage("n2f-evaluate", "greedy programs on the test split, scored the task's way",
-              "tprepro n2f-evaluate --task algolisp --model-dir n2f/models/algolisp/tp_n2f "
-              "--test data/n2f/algolisp/test --out n2f/eval/algolisp/tp_n2f.csv",
+              "tprepro n2f-evaluate --task algolisp --model-dir n2f/models/algolisp/tp_n2f-s1 "
+              "--test data/n2f/algolisp/test --out n2f/eval/algolisp/tp_n2f-s1.csv",
               _with_task(lambda p: test_arguments(p, "per-metric CSV")), _evaluate, code=(*EVALUATION, "experiments/n2f")),
         Stage("n2f-tables", "the task's table (MathQA: Table 1, AlgoLisp: Table 2)",
               "tprepro n2f-tables --task algolisp --eval-dir n2f/eval/algolisp --models-dir n2f/models/algolisp "
               "--tables-dir results/tables --metrics results/algolisp_metrics.json",
               _with_task(table_arguments), _tables, code=(*PUBLISHING, "experiments/n2f")),
         Stage("interpret-n2f", "cluster the TP-N2F decoder's relation unbinding vectors",
-              "tprepro interpret-n2f --task algolisp --model-dir n2f/models/algolisp/tp_n2f "
+              "tprepro interpret-n2f --task algolisp --model-dir n2f/models/algolisp/tp_n2f-s1 "
               "--test data/n2f/algolisp/test --out results/interpret/n2f/algolisp",
               _with_task(lambda p: test_arguments(p, "output directory (replaced only when complete)")), _interpret,
               code=(*INTERPRETING, "experiments/n2f")),

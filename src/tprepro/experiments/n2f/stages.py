@@ -18,7 +18,7 @@ from tprepro.errors import TpreproError
 from tprepro.io import atomic_write_text
 from tprepro.experiments.n2f.tasks import TEST, TRAIN, get_task
 from tprepro.pipeline import (MODEL_FILE, model_config, publish_table, published_rows, read_train_metrics,
-                              train_model, training_run, write_evaluation)
+                              train_model, training_run, training_summaries, write_evaluation)
 
 VOCAB_FILE = "vocab.json"
 
@@ -73,7 +73,7 @@ def quality_stage(params_path: str, task: str, data_dir: Path, out: Path) -> Non
     run.finish()
 
 
-def train_stage(params_path: str, task: str, name: str, train_dir: Path, vocab_path: Path, out: Path,
+def train_stage(params_path: str, task: str, name: str, seed: int, train_dir: Path, vocab_path: Path, out: Path,
                 checkpoints: Path) -> dict:
     from tprepro.experiments.n2f.tuple_vocab import TupleVocab
 
@@ -88,7 +88,7 @@ def train_stage(params_path: str, task: str, name: str, train_dir: Path, vocab_p
         raise TpreproError(f"{params_path}: n2f.{task}.models.{name}.tuple_arity: {task} tuples have "
                            f"{spec.arity} arguments, the model {model.tuple_arity}")
     config = TrainConfig.from_params({"train": n2f_train(params, task)})
-    return train_model(name, section["seed"], model, config, {"train": open_dataset(train_dir)}, vocab_path,
+    return train_model(name, seed, model, config, {"train": open_dataset(train_dir)}, vocab_path,
                        out, checkpoints, params["mlflow"]["experiment"], data_settings=settings["data"],
                        run_prefix=f"{task}/", codec=TupleVocab.load(vocab_path))
 
@@ -143,9 +143,9 @@ def tables_stage(params_path: str, task: str, eval_dir: Path, models_dir: Path, 
     spec = get_task(task)
     settings = _task_settings(params, task, params_path)
     names = params["n2f"]["models"]
-    evals = read_eval([eval_dir / f"{name}.csv" for name in names])
-    training = {name: read_train_metrics(models_dir / name) for name in names}
-    table = spec.table(evals, training, names, settings["data"])
+    runs = {f"{name}-s{seed}": (name, seed) for name in names for seed in params["n2f"]["seeds"]}
+    evals = read_eval([eval_dir / f"{run}.csv" for run in runs])
+    table = spec.table(evals, training_summaries(models_dir, runs), names, settings["data"])
     train = n2f_train(params, task)
     budget = f"{train['steps']} steps of batch {train['batch_size']}"
     markdown = spec.markdown(table, settings["data"], published_rows(params, names, task, f"n2f.{task}.models"),

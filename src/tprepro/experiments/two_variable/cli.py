@@ -21,8 +21,8 @@ def _data(args) -> None:
 def _train(args) -> None:
     from tprepro.experiments.two_variable.stages import train_stage
 
-    train_stage(args.params, args.model, Path(args.train), Path(args.vocab), Path(args.out), Path(args.checkpoints),
-                Path(args.heldout))
+    train_stage(args.params, args.model, args.seed, Path(args.train), Path(args.vocab), Path(args.out),
+                Path(args.checkpoints), Path(args.heldout))
 
 
 def _evaluate(args) -> None:
@@ -52,20 +52,20 @@ EXPERIMENT = Experiment(
               "tprepro two-variable-data --out data/two_variable --vocab data/two_variable/vocab.json",
               _data_arguments, _data, code=(*COMMON, "experiments/two_variable/data.py", "experiments/two_variable/stages.py", "data/shards.py", "data/vocab.py")),
         Stage("two-variable-train", "train one model of the two-variable experiment",
-              "tprepro two-variable-train --model ut_tiny --train data/two_variable/train "
-              "--vocab data/two_variable/vocab.json --out two_variable/models/ut_tiny "
-              "--checkpoints two_variable/checkpoints/ut_tiny --heldout data/two_variable/test",
-              lambda p: train_arguments(p, "two_variable.models", heldout=True), _train, code=(*TRAINING, "experiments/two_variable/stages.py")),
+              "tprepro two-variable-train --model ut --seed 1 --train data/two_variable/train "
+              "--vocab data/two_variable/vocab.json --out two_variable/models/ut-s1 "
+              "--checkpoints two_variable/checkpoints/ut-s1 --heldout data/two_variable/test",
+              lambda p: train_arguments(p, "two_variable.models", heldout=True, seeds="two_variable.seeds"), _train, code=(*TRAINING, "experiments/two_variable/stages.py")),
         Stage("two-variable-evaluate", "test accuracy per expression type",
-              "tprepro two-variable-evaluate --model-dir two_variable/models/ut_tiny --test data/two_variable/test "
-              "--out two_variable/eval/ut_tiny.csv", lambda p: test_arguments(p, "per-type CSV"), _evaluate, code=(*EVALUATION, "experiments/two_variable/stages.py", "experiments/two_variable/data.py")),
+              "tprepro two-variable-evaluate --model-dir two_variable/models/ut-s1 --test data/two_variable/test "
+              "--out two_variable/eval/ut-s1.csv", lambda p: test_arguments(p, "per-type CSV"), _evaluate, code=(*EVALUATION, "experiments/two_variable/stages.py", "experiments/two_variable/data.py")),
         Stage("two-variable-tables", "the per-type table (Wangperawong, Table 3)",
               "tprepro two-variable-tables --eval-dir two_variable/eval --models-dir two_variable/models "
               "--tables-dir results/tables --figures-dir results/figures --metrics results/two_variable_metrics.json",
               lambda p: table_arguments(p, figures=True), _tables, code=(*PUBLISHING, "experiments/two_variable/stages.py", "experiments/two_variable/table.py", "experiments/two_variable/data.py")),
         Stage("interpret-two-variable", "attention maps (and ponder maps of an adaptive model) of one model",
-              "tprepro interpret-two-variable --model-dir two_variable/models/aut --test data/two_variable/test "
-              "--out results/interpret/two_variable/aut",
+              "tprepro interpret-two-variable --model-dir two_variable/models/aut-s1 --test data/two_variable/test "
+              "--out results/interpret/two_variable/aut-s1",
               lambda p: test_arguments(p, "output directory (replaced only when complete)"), _interpret,
               code=(*INTERPRETING, "experiments/two_variable/data.py")),
     ),

@@ -13,7 +13,7 @@ from tprepro.params import TrainConfig, load_params, two_variable_train
 from tprepro.data.shards import open_dataset
 from tprepro.errors import TpreproError
 from tprepro.pipeline import (MODEL_FILE, heldout_settings, model_config, publish_table, published_rows,
-                              read_train_metrics, train_model, training_run, write_evaluation)
+                              read_train_metrics, train_model, training_run, training_summaries, write_evaluation)
 
 MODELS = "two_variable.models"
 RUN_PREFIX = "two_variable/"  # MLflow run names: two_variable/<model>-s<seed>, two_variable/tables
@@ -34,16 +34,16 @@ def data_stage(params_path: str, out: Path, vocab_out: Path) -> None:
     print(f"vocabulary: {len(vocab)} symbols -> {vocab_out}")
 
 
-def train_stage(params_path: str, name: str, train_dir: Path, vocab_path: Path, out: Path,
+def train_stage(params_path: str, name: str, seed: int, train_dir: Path, vocab_path: Path, out: Path,
                 checkpoints: Path, heldout_dir: Path) -> dict:
-    """Train one model; the learning curve scores a sample of `heldout_dir` (the test split)."""
+    """Train one (model, seed); the learning curve scores a sample of `heldout_dir` (the test split)."""
     params = load_params(params_path)
     section = params["two_variable"]
     if name not in section["models"]:
         raise TpreproError(f"{params_path}: {MODELS}.{name}: no such model")
     train = two_variable_train(params)
-    heldout = heldout_settings(params, [open_dataset(heldout_dir)], section["seed"], train)
-    return train_model(name, section["seed"], model_config(params, name, MODELS), TrainConfig.from_params(
+    heldout = heldout_settings(params, [open_dataset(heldout_dir)], seed, train)
+    return train_model(name, seed, model_config(params, name, MODELS), TrainConfig.from_params(
                            {"train": train}), {"train": open_dataset(train_dir)}, vocab_path, out, checkpoints,
                        params["mlflow"]["experiment"], data_settings=section["data"], run_prefix=RUN_PREFIX,
                        heldout=heldout)
@@ -88,9 +88,10 @@ def tables_stage(params_path: str, eval_dir: Path, models_dir: Path, tables_dir:
 
     params = load_params(params_path)
     names = list(params["two_variable"]["models"])
-    curves = read_curves(models_dir, {name: (name, params["two_variable"]["seed"]) for name in names})
-    evals = read_eval([eval_dir / f"{name}.csv" for name in names])
-    training = {name: read_train_metrics(models_dir / name) for name in names}
+    runs = {f"{name}-s{seed}": (name, seed) for name in names for seed in params["two_variable"]["seeds"]}
+    curves = read_curves(models_dir, runs)
+    evals = read_eval([eval_dir / f"{run}.csv" for run in runs])
+    training = training_summaries(models_dir, runs)
     table = type_table(evals, training)
 
     train = two_variable_train(params)
