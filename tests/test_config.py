@@ -25,6 +25,16 @@ def test_paper_overlay_is_valid_and_has_the_paper_settings():
     assert len(params["grid"]["modules"]) == 56 and len(params["grid"]["extrapolation_modules"]) == 15
 
 
+def test_cpu_configuration_has_the_reproductions_shape():
+    """workflow/configs/cpu.yaml: 6 training and 3 extrapolation modules, 3 seeds per model everywhere,
+    and the interpretation module among the trained ones."""
+    params = load_params(REPO / "workflow/configs/cpu.yaml")
+    grid = params["grid"]
+    assert len(grid["modules"]) == 6 and len(grid["extrapolation_modules"]) == 3
+    assert grid["seeds"] == params["two_variable"]["seeds"] == params["n2f"]["seeds"] == [1, 2, 3]
+    assert params["interpret"]["module"] in grid["modules"]
+
+
 @pytest.mark.parametrize(
     "edit, key",
     [

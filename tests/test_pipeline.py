@@ -84,6 +84,9 @@ def check_mlflow(root, params) -> None:
     assert "acc.interpolate.arithmetic__add_or_sub" in train_run.data.metrics
     assert any(k.startswith("data.train-easy/") for k in train_run.data.tags)
     assert len(client.get_metric_history(train_run.info.run_id, "loss")) == 4  # every 3 of 12 steps
+    curve = client.get_metric_history(train_run.info.run_id, "heldout_exact_match")
+    assert [m.step for m in curve] == sorted({m.step for m in curve}) and curve[-1].step == 12  # per checkpoint
+    assert train_run.data.tags["mlflow.note.content"].startswith("**tp_transformer** (arch `tp_transformer`")
     tables_run = next(r for r in runs if r.info.run_name == "tables")
     assert "tp_transformer.interpolation_acc" in tables_run.data.metrics
     artifacts = {a.path for a in client.list_artifacts(tables_run.info.run_id, "results")}

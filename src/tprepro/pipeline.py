@@ -101,7 +101,8 @@ def train_model(name: str, seed: int, model, config: TrainConfig, datasets: dict
         experiment,
         params={"model_name": name, "seed": seed, "model": asdict(job.model),
                 "train": asdict(job.config), "data": data_settings, "vocab_size": len(job.vocab)},
-        tags={"stage": "train", "model": name, "seed": seed,
+        tags={"stage": "train", "model": name, "seed": seed, "mlflow.note.content": run_description(
+                  name, seed, model, config, datasets),
               **{f"data.{key}": value for key, value in hashes.items()}, **job_environment_tags()},
     )
     finished = finished_run(out, job)
@@ -136,6 +137,14 @@ def train_model(name: str, seed: int, model, config: TrainConfig, datasets: dict
         logger.run.set_tag("model_path", out / MODEL_FILE)
     atomic_write_text(out / TRAIN_METRICS, json.dumps(summary, indent=2, sort_keys=True) + "\n")
     return summary
+
+
+def run_description(name: str, seed: int, model, config: TrainConfig, datasets: Mapping[str, Dataset]) -> str:
+    """The training run's description in the MLflow UI (markdown): what was trained on what."""
+    sizes = f"d_model {model.d_model}, {model.n_encoder_layers}+{model.n_decoder_layers} layers, {model.n_heads} heads"
+    shown = ", ".join(sorted(datasets)[:6]) + (f" and {len(datasets) - 6} more" if len(datasets) > 6 else "")
+    return (f"**{name}** (arch `{model.arch}`, binding `{model.binding}`; {sizes}), seed {seed}: "
+            f"{config.steps} steps of batch {config.batch_size}, lr {config.lr:g}, on {shown}.")
 
 
 def finished_run(out: Path, job) -> dict | None:

@@ -197,6 +197,16 @@ def git_commit() -> str:
         return "unknown"
 
 
+def source_tags() -> dict[str, str]:
+    """The code a run comes from, in MLflow's own fields (shown in the UI's Source column) and as
+    `git_commit` (with "-dirty" when tracked files had uncommitted changes)."""
+    commit = git_commit()
+    tags = {"git_commit": commit, "mlflow.source.type": "LOCAL", "mlflow.source.name": "tprepro"}
+    if commit != "unknown":
+        tags["mlflow.source.git.commit"] = commit.removesuffix("-dirty")
+    return tags
+
+
 # Where a job ran: MLflow tag -> environment variable (set by SLURM inside a job).
 JOB_ENVIRONMENT = {
     "slurm.job_id": "SLURM_JOB_ID",
@@ -243,7 +253,7 @@ class Run:
         self.run_id: str | None = None
         self.disabled = False  # the store failed: the rest of this run is not tracked
         self.journal: list[tuple[str, tuple]] = []  # every logging call, for replay after a fallback
-        self.tags = {"git_commit": git_commit(), **{k: str(v) for k, v in (tags or {}).items()}}
+        self.tags = {**source_tags(), **{k: str(v) for k, v in (tags or {}).items()}}
         try:
             self._open(run_id)
         except Exception as exc:

@@ -18,8 +18,7 @@ import pandas as pd
 import torch
 
 from tprepro.data.batching import collate
-from tprepro.data.shards import Dataset, read_columns
-from tprepro.errors import TpreproError
+from tprepro.data.shards import Dataset
 from tprepro.io import atomic_path
 from tprepro.train.callbacks import Callback
 
@@ -38,16 +37,9 @@ class HeldOut:
 
 def heldout_sample(datasets: Sequence[Dataset], size: int, seed: int) -> list[tuple[str, str]]:
     """`size` (question, answer) rows drawn evenly from the first shard of each dataset, seeded."""
-    if size <= 0 or not datasets:
-        return []
-    rng = random.Random(f"{seed}:learning-curve")
-    per_dataset = -(-size // len(datasets))
-    rows: list[tuple[str, str]] = []
-    for dataset in datasets:
-        table = read_columns(dataset.files[0], ("question", "answer"))
-        pairs = list(zip(table.column("question").to_pylist(), table.column("answer").to_pylist()))
-        rows.extend(rng.sample(pairs, min(per_dataset, len(pairs))))
-    return rows[:size]
+    from tprepro.evaluate.evaluate import sample_rows
+
+    return sample_rows(datasets, size, random.Random(f"{seed}:learning-curve"))
 
 
 @torch.no_grad()
@@ -76,14 +68,9 @@ def heldout_scores(model: torch.nn.Module, vocab, rows: Sequence[tuple[str, str]
 
 
 def read_curve(path: Path) -> pd.DataFrame:
-    try:
-        frame = pd.read_csv(path)
-    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise TpreproError(f"{path}: unreadable learning curve ({exc})") from exc
-    missing = set(CURVE_COLUMNS) - set(frame.columns)
-    if missing:
-        raise TpreproError(f"{path}: missing columns {sorted(missing)}")
-    return frame[CURVE_COLUMNS]
+    from tprepro.report.tables import read_checked_csv
+
+    return read_checked_csv(path, CURVE_COLUMNS, "learning curve")
 
 
 class LearningCurve(Callback):

@@ -73,13 +73,19 @@ def full_set(split: str, module: str, dataset: Dataset) -> EvalSet:
     return EvalSet(split, module, [(r["question"], r["answer"]) for r in iter_rows(dataset)])
 
 
-def train_sample(module: str, datasets: Sequence[Dataset], size: int, seed: int) -> EvalSet:
-    """A seeded sample of `size` training rows of one module, drawn evenly over its difficulty splits."""
-    rng = random.Random(f"{seed}:train-sample:{module}")
-    per_split = -(-size // len(datasets))
+def sample_rows(datasets: Sequence[Dataset], size: int, rng: random.Random) -> list[tuple[str, str]]:
+    """`size` (question, answer) rows drawn by `rng` evenly from the first shard of each dataset."""
+    if size <= 0 or not datasets:
+        return []
+    per_dataset = -(-size // len(datasets))
     rows: list[tuple[str, str]] = []
     for dataset in datasets:
         table = read_columns(dataset.files[0], ("question", "answer"))
         pairs = list(zip(table.column("question").to_pylist(), table.column("answer").to_pylist()))
-        rows.extend(rng.sample(pairs, min(per_split, len(pairs))))
-    return EvalSet(TRAIN, module, rows[:size])
+        rows.extend(rng.sample(pairs, min(per_dataset, len(pairs))))
+    return rows[:size]
+
+
+def train_sample(module: str, datasets: Sequence[Dataset], size: int, seed: int) -> EvalSet:
+    """A seeded sample of `size` training rows of one module, drawn evenly over its difficulty splits."""
+    return EvalSet(TRAIN, module, sample_rows(datasets, size, random.Random(f"{seed}:train-sample:{module}")))

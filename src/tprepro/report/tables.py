@@ -16,18 +16,20 @@ EVAL_COLUMNS = ["model", "seed", "module", "split", "n", "correct", "accuracy"]
 MODULE_COLUMNS = ["model", "module", "split", "n", "correct", "accuracy"]
 
 
+def read_checked_csv(path: Path, columns: Sequence[str], kind: str) -> pd.DataFrame:
+    """`columns` of the CSV at `path`; an unreadable file or a missing column is an error naming the file."""
+    try:
+        frame = pd.read_csv(path)
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise TpreproError(f"{path}: unreadable {kind} ({exc})") from exc
+    missing = set(columns) - set(frame.columns)
+    if missing:
+        raise TpreproError(f"{path}: missing columns {sorted(missing)}")
+    return frame[list(columns)]
+
+
 def read_eval(paths: Sequence[Path]) -> pd.DataFrame:
-    frames = []
-    for path in paths:
-        try:
-            frame = pd.read_csv(path)
-        except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-            raise TpreproError(f"{path}: unreadable evaluation file ({exc})") from exc
-        missing = set(EVAL_COLUMNS) - set(frame.columns)
-        if missing:
-            raise TpreproError(f"{path}: missing columns {sorted(missing)}")
-        frames.append(frame[EVAL_COLUMNS])
-    return pd.concat(frames, ignore_index=True)
+    return pd.concat([read_checked_csv(path, EVAL_COLUMNS, "evaluation file") for path in paths], ignore_index=True)
 
 
 def module_table(evals: pd.DataFrame) -> pd.DataFrame:

@@ -1,0 +1,31 @@
+"""What a run says about itself in MLflow's own fields: its source commit and a description."""
+
+import subprocess
+
+from helpers import REPO
+from tprepro.models.config import resolve_model_config
+from tprepro.params import TrainConfig
+from tprepro.pipeline import run_description
+from tprepro.tracking import source_tags
+
+
+def test_source_tags_name_the_commit_inside_a_checkout_and_nothing_outside(tmp_path, monkeypatch):
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    monkeypatch.chdir(REPO)
+    tags = source_tags()
+    assert tags["mlflow.source.git.commit"] == head and tags["git_commit"].startswith(head)
+    monkeypatch.chdir(tmp_path)  # not a git checkout
+    tags = source_tags()
+    assert tags["git_commit"] == "unknown" and "mlflow.source.git.commit" not in tags
+
+
+def test_the_description_says_what_was_trained_on_what():
+    model = resolve_model_config("tp_transformer_tiny", {})
+    config = TrainConfig(steps=2500, batch_size=64, lr=5e-4, betas=(0.9, 0.995), grad_clip=0.1, warmup_steps=0,
+                         checkpoint_every=500, log_every=50, bucket_width=8, shuffle_buffer=8, read_rows=8,
+                         device="cpu", threads=1)
+    datasets = {f"train-easy/m{i}": None for i in range(8)}
+    text = run_description("tp_transformer", 3, model, config, datasets)
+    assert text.startswith("**tp_transformer** (arch `tp_transformer`, binding `continuous_role`; d_model 64, "
+                           "2+2 layers, 4 heads), seed 3: 2500 steps of batch 64, lr 0.0005, on train-easy/m0")
+    assert text.endswith("train-easy/m5 and 2 more.")
