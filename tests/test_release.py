@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tprepro.experiments.mathematics.release import load_release
@@ -37,11 +39,14 @@ def _leftovers(directory):
     return sorted(p.name for p in directory.iterdir() if p.name.startswith("."))
 
 
-def test_load_release_rows_and_shards(tmp_path):
+def test_load_release_rows_and_shards(tmp_path, capsys):
     root = tmp_path / "mathematics_dataset-v1.0"
     _write_release(root)
     out = tmp_path / "out"
     run_data_stage("train-easy", MODULE, out, _config(root, rows_per_shard=2))
+    log = capsys.readouterr().out  # the stage's log line: when, what, where, how fast
+    assert re.fullmatch(rf"\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d UTC train-easy/{MODULE}: 5 problems in 3 shards -> "
+                        rf"{re.escape(str(out))} \(imported from the release, \d+\.\d s\)\n", log), log
     dataset = open_dataset(out, verify=True)
     assert [s["rows"] for s in dataset.manifest["shards"]] == [2, 2, 1]
     assert dataset.manifest["source"] == "release"

@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from importlib import metadata
 from pathlib import Path
 
@@ -78,6 +79,7 @@ def _run(split: str, module: str, out: Path, data_cfg: dict, processes: int, all
     if isinstance(processes, bool) or not isinstance(processes, int) or processes < 1:
         raise TpreproError(f"processes: expected a positive integer, got {processes!r}")
     rows_per_shard = data_cfg["rows_per_shard"]
+    started = time.monotonic()
     if data_cfg["source"] == "release":
         from tprepro.experiments.mathematics.release import load_release
 
@@ -92,8 +94,20 @@ def _run(split: str, module: str, out: Path, data_cfg: dict, processes: int, all
         )  # fmt: skip
     elif allow_reexec:
         _generate_elsewhere(split, module, out, data_cfg, processes)
+        return  # the generation interpreter printed the summary
     else:
         raise TpreproError(f"{sys.executable} cannot run mathematics_dataset (needs sympy==1.4)")
+    _print_summary(split, module, out, data_cfg["source"], time.monotonic() - started)
+
+
+def _print_summary(split: str, module: str, out: Path, source: str, seconds: float) -> None:
+    """One timestamped line for the stage's log: what was written, from where, how fast."""
+    from datetime import datetime, timezone
+
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    print(f"{stamp} {split}/{module}: {manifest['rows']} problems in {len(manifest['shards'])} shards -> {out} "
+          f"({'generated' if source == 'generate' else 'imported from the release'}, {seconds:.1f} s)", flush=True)
 
 
 def run_data_stage(split: str, module: str, out: Path, data_cfg: dict, processes: int = 1) -> None:
