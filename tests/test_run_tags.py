@@ -29,3 +29,20 @@ def test_the_description_says_what_was_trained_on_what():
     assert text.startswith("**tp_transformer** (arch `tp_transformer`, binding `continuous_role`; d_model 64, "
                            "2+2 layers, 4 heads), seed 3: 2500 steps of batch 64, lr 0.0005, on train-easy/m0")
     assert text.endswith("train-easy/m5 and 2 more.")
+
+
+def test_a_training_log_says_when_where_and_which_run(tmp_path):
+    """The job log (stdout and stderr of `tprepro train`) opens with a timestamped line naming the
+    device and the start step, names its MLflow run, and closes with the final step and loss."""
+    import re
+
+    from training_project import make_workspace, train
+
+    workspace = make_workspace(tmp_path / "w", steps=6, checkpoint_every=3, log_every=3)
+    log = train(workspace, tmp_path / "run")
+    stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"
+    assert re.search(rf"{stamp} \[transformer-s1\] training on cpu \(1 threads, bf16 autocast off\), "
+                     r"from step 0 of 6, batch 8", log), log
+    assert re.search(r"\[transformer-s1\] MLflow run [0-9a-f]{32} in experiment 'tprepro-mathematics' \(\S+/mlflow.db\)",
+                     log), log
+    assert re.search(rf"{stamp} \[transformer-s1\] finished: step 6, final loss \d+\.\d{{4}}", log), log

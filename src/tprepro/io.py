@@ -175,3 +175,10 @@ def atomic_files(targets: Mapping[str, str | os.PathLike]) -> Iterator[dict[str,
     finally:
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
+
+
+def utc_stamp() -> str:
+    """The time now, for log lines: "2026-11-23 14:05:09 UTC"."""
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")

@@ -376,6 +376,9 @@ class MLflowCallback(Callback):
         run_id = self.extra.get("mlflow_run_id")  # set when resuming
         self.run = Run(self.experiment, trainer.name, run_id=run_id, tags=self.tags,
                        tracking_uri=self.extra.get("mlflow_tracking_uri"))
+        if self.run.run_id is not None:
+            print(f"[{trainer.name}] MLflow run {self.run.run_id} in experiment '{self.experiment}' "
+                  f"({describe_store(self.run.uri)})", file=sys.stderr, flush=True)
         if self.run.run_id != run_id:  # a new run (or a fallback from the one being resumed)
             self.run.log_params(self.params)
             self.logged: set[int] = set()

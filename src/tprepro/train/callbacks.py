@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import torch
 from tqdm import tqdm
 
 
@@ -35,7 +36,14 @@ class ProgressBar(Callback):
         self.bar = None
 
     def on_train_start(self, trainer) -> None:
+        from tprepro.io import utc_stamp
+
         interactive = sys.stderr.isatty()
+        config = trainer.config
+        start = f"resuming at step {trainer.step}" if trainer.step else "from step 0"
+        print(f"{utc_stamp()} [{trainer.name}] training on {trainer.device} ({torch.get_num_threads()} threads, "
+              f"bf16 autocast {'on' if trainer.amp else 'off'}), {start} of {config.steps}, batch {config.batch_size}",
+              file=sys.stderr, flush=True)
         self.bar = tqdm(
             total=trainer.config.steps, initial=trainer.step, desc=trainer.name, unit="step",
             mininterval=1.0 if interactive else self.log_interval, ascii=not interactive,
@@ -46,8 +54,12 @@ class ProgressBar(Callback):
         self.bar.set_postfix(loss=f"{metrics['loss']:.4f}", refresh=False)
 
     def on_train_end(self, summary: dict) -> None:
+        from tprepro.io import utc_stamp
+
         self.bar.update(summary["steps"] - self.bar.n)
         self.bar.close()
+        print(f"{utc_stamp()} [{self.bar.desc}] finished: step {summary['steps']}, final loss "
+              f"{summary['final_loss']:.4f}", file=sys.stderr, flush=True)
 
     def on_preempted(self, step: int) -> None:
         self.bar.close()

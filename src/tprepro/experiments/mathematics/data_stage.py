@@ -102,11 +102,10 @@ def _run(split: str, module: str, out: Path, data_cfg: dict, processes: int, all
 
 def _print_summary(split: str, module: str, out: Path, source: str, seconds: float) -> None:
     """One timestamped line for the stage's log: what was written, from where, how fast."""
-    from datetime import datetime, timezone
+    from tprepro.io import utc_stamp
 
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-    print(f"{stamp} {split}/{module}: {manifest['rows']} problems in {len(manifest['shards'])} shards -> {out} "
+    print(f"{utc_stamp()} {split}/{module}: {manifest['rows']} problems in {len(manifest['shards'])} shards -> {out} "
           f"({'generated' if source == 'generate' else 'imported from the release'}, {seconds:.1f} s)", flush=True)
 
 
