@@ -195,6 +195,9 @@ def test_subword_round_trip_and_deterministic_model(examples, codec, tmp_path):
         for text in (e.summary, *e.document.split("\n")):
             assert codec.decode(codec.encode(text)) == " ".join(text.split())
     assert 50 < len(codec) <= 300 and codec.symbols[PAD_ID] == "<pad>"
+    boundary = codec.symbols.index("\u2581")  # the word-boundary piece alone, as an untrained model repeats it
+    words = codec.encode("the module")
+    assert codec.decode([boundary, boundary, *words, boundary, boundary, boundary, *words]) == "the module the module"
     assert UNK_ID in codec.encode("\u2603")
     again = tmp_path / "again.model"
     train_subwords([t for e in examples if e.split == TRAIN for t in (e.document, e.summary)], 300, again)

@@ -86,14 +86,15 @@ class SubwordCodec:
         return self.processor.encode(text, out_type=int)
 
     def decode(self, ids: Iterable[int]) -> str:
-        """Text of `ids` up to the first end symbol; pad/start symbols are dropped."""
+        """Text of `ids` up to the first end symbol; pad/start symbols are dropped, and runs of
+        whitespace (an undertrained model emits the word-boundary piece alone, repeatedly) become one space."""
         kept = []
         for i in ids:
             if i == EOS_ID:
                 break
             if i not in (PAD_ID, BOS_ID):
                 kept.append(int(i))
-        return self.processor.decode(kept)
+        return " ".join(self.processor.decode(kept).split())
 
     def encode_documents(self, documents: Sequence[str]) -> torch.Tensor:
         """[B, S] source ids: truncated document, end symbol, padding."""
