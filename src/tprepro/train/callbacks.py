@@ -8,6 +8,8 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
+from tprepro.io import utc_stamp
+
 
 class Callback:
     """Override what you need; every hook is optional."""
@@ -26,7 +28,8 @@ class Callback:
 
 
 class ProgressBar(Callback):
-    """A tqdm bar over optimiser steps, showing the last logged loss.
+    """A tqdm bar over optimiser steps, showing the last logged loss, between a timestamped line
+    that says where and from which step training starts and one with the final step and loss.
 
     In a log file (no terminal) it redraws at most every `log_interval` seconds.
     """
@@ -36,8 +39,6 @@ class ProgressBar(Callback):
         self.bar = None
 
     def on_train_start(self, trainer) -> None:
-        from tprepro.io import utc_stamp
-
         interactive = sys.stderr.isatty()
         config = trainer.config
         start = f"resuming at step {trainer.step}" if trainer.step else "from step 0"
@@ -54,8 +55,6 @@ class ProgressBar(Callback):
         self.bar.set_postfix(loss=f"{metrics['loss']:.4f}", refresh=False)
 
     def on_train_end(self, summary: dict) -> None:
-        from tprepro.io import utc_stamp
-
         self.bar.update(summary["steps"] - self.bar.n)
         self.bar.close()
         print(f"{utc_stamp()} [{self.bar.desc}] finished: step {summary['steps']}, final loss "
