@@ -1,0 +1,45 @@
+"""`dvc plots show` draws what the files hold: accuracy on the quantitative axis of the bar charts,
+the learning curves as held-out exact match over steps, with every row of data in the spec."""
+
+import json
+import subprocess
+import sys
+
+import pandas as pd
+
+from helpers import copy_project, tool_env
+
+
+def test_dvc_plots_have_data_on_the_right_axes(tmp_path):
+    root = copy_project(tmp_path / "repo")
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    evaluation = pd.DataFrame({"model": "transformer", "seed": 1, "module": ["numbers__place_value", "comparison__pair"],
+                               "split": "interpolate", "n": 10, "correct": [5, 9], "accuracy": [0.5, 0.9]})
+    for path in ("results/eval/transformer-s1.csv", "results/tables/mathematics_modules.csv"):
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        evaluation.to_csv(root / path, index=False)
+    curve = root / "models/transformer-s1/learning_curve.csv"
+    curve.parent.mkdir(parents=True)
+    pd.DataFrame({"step": [500, 1000, 1500], "heldout_loss": [2.0, 1.5, 1.2], "heldout_exact_match": [0.1, 0.3, 0.5],
+                  "n": 64}).to_csv(curve, index=False)
+
+    shown = subprocess.run([sys.executable, "-m", "dvc", "plots", "show", "--json"], cwd=root, env=tool_env(),
+                           capture_output=True, text=True, timeout=300)
+    plots = json.loads(shown.stdout)["data"]  # the runs not written here are reported as missing files
+
+    def spec(path):
+        (entry,) = plots[path]
+        content = entry["content"]
+        return json.loads(content) if isinstance(content, str) else content
+
+    for path in ("results/eval/transformer-s1.csv", "results/tables/mathematics_modules.csv"):
+        bars = spec(path)
+        x, y = bars["encoding"]["x"], bars["encoding"]["y"]
+        assert (x["field"], x["type"], y["field"], y["type"]) == ("accuracy", "quantitative", "module", "nominal"), path
+        assert [float(row["accuracy"]) for row in bars["data"]["values"]] == [0.5, 0.9], path
+        assert bars["title"]["text"], path
+    lines = spec("models/transformer-s1/learning_curve.csv")
+    assert lines["encoding"]["x"]["field"] == "step"
+    y_fields = {layer["encoding"]["y"]["field"] for layer in lines["layer"] if "y" in layer.get("encoding", {})}
+    assert y_fields == {"heldout_exact_match"}
+    assert [float(row["heldout_exact_match"]) for row in lines["data"]["values"]] == [0.1, 0.3, 0.5]
