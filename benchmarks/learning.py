@@ -37,7 +37,7 @@ from tprepro.data.shards import Dataset, open_dataset, read_columns
 from tprepro.experiments.mathematics.data_stage import generate_python
 from tprepro.data.vocab import Vocab, build_vocab
 from tprepro.io import atomic_write_text
-from tprepro.models.config import resolve_model_config
+from tprepro.models.registry import resolve_model_config
 from tprepro.models.registry import build_model
 from tprepro.train.callbacks import Callback
 from tprepro.train.trainer import Trainer, TrainJob, optimizer_step

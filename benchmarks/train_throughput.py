@@ -24,7 +24,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from tprepro.data.batching import Batch
-from tprepro.models.config import resolve_model_config
+from tprepro.models.registry import resolve_model_config
 from tprepro.models.registry import arch_task, build_model
 from tprepro.train.trainer import count_parameters, optimizer_step, pick_device
 

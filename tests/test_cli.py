@@ -52,7 +52,7 @@ def test_unknown_module_is_named(capsys, tmp_path):
 def test_unknown_names_come_with_a_suggestion(capsys, tmp_path):
     from tprepro.errors import TpreproError
     from tprepro.experiments.mathematics.modules import validate_module
-    from tprepro.models.config import resolve_model_config
+    from tprepro.models.registry import resolve_model_config
 
     with pytest.raises(TpreproError, match=r"unknown preset 'tp_transfomer_tiny'; did you mean 'tp_transformer_tiny'\?"):
         resolve_model_config("tp_transfomer_tiny", {}, where="models.x")

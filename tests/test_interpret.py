@@ -23,7 +23,7 @@ from tprepro.evaluate.roles import role_sharpness
 from tprepro.interpret import attention_maps, head_reconstruction, one_hotness, ponder_maps, role_clusters
 from tprepro.interpret import unbinding_clusters
 from tprepro.interpret.sampling import reservoir, sample_rows
-from tprepro.models.config import resolve_model_config
+from tprepro.models.registry import resolve_model_config
 from tprepro.models.registry import build_model
 
 VOCAB = Vocab(SPECIALS + tuple(sorted(set("What is 0123456789+-?"))))

@@ -14,7 +14,7 @@ from tprepro.data.shards import open_dataset
 from tprepro.experiments.n2f.tuple_vocab import build_tuple_vocab
 from tprepro.errors import TpreproError
 from tprepro.experiments.n2f.mathqa.release import SCHEMA, load_release
-from tprepro.models.config import resolve_model_config
+from tprepro.models.registry import resolve_model_config
 from tprepro.models.registry import build_model
 from tprepro.train.trainer import TrainJob, optimizer_step
 
@@ -66,7 +66,7 @@ def test_stage_checks_name_the_key(tmp_path):
     params["n2f"]["mathqa"]["models"]["tp_n2f"]["tuple_arity"] = 3
     path = write_params(tmp_path / "arity.yaml", params)
     with pytest.raises(TpreproError, match=r"n2f.mathqa.models.tp_n2f.tuple_arity"):
-        train_stage(str(path), "mathqa", "tp_n2f", tmp_path, tmp_path / "v.json", tmp_path, tmp_path)
+        train_stage(str(path), "mathqa", "tp_n2f", 1, tmp_path, tmp_path / "v.json", tmp_path, tmp_path)
     broken = copy.deepcopy(params)
     del broken["n2f"]["algolisp"]["models"]["lstm2tp"]
     with pytest.raises(TpreproError, match=r"'lstm2tp' has no entry under n2f.algolisp.models"):

@@ -3,7 +3,7 @@
 import subprocess
 
 from helpers import REPO
-from tprepro.models.config import resolve_model_config
+from tprepro.models.registry import resolve_model_config
 from tprepro.params import TrainConfig
 from tprepro.pipeline import run_description
 from tprepro.tracking import source_tags

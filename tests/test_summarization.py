@@ -18,7 +18,7 @@ from tprepro.params import TrainConfig, validate_params
 from tprepro.data.shards import iter_rows, open_dataset
 from tprepro.errors import TpreproError
 from tprepro.evaluate.decode import greedy_decode
-from tprepro.models.config import resolve_model_config
+from tprepro.models.registry import resolve_model_config
 from tprepro.models.registry import build_model
 from tprepro.experiments.summarization import SPLITS, TEST, TRAIN, VALIDATION
 from tprepro.experiments.summarization.corpus import release_of, stdlib_examples, story_name, story_url, write_releases

@@ -9,7 +9,7 @@ import torch
 from tprepro.params import TrainConfig
 from tprepro.data.batching import BatchStream
 from tprepro.errors import TpreproError
-from tprepro.models.config import resolve_model_config
+from tprepro.models.registry import resolve_model_config
 from tprepro.models.registry import build_model
 from tprepro.train.callbacks import Callback
 from tprepro.train.distributed import World, shard_batch

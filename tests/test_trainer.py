@@ -6,7 +6,7 @@ import torch
 from tprepro.params import TrainConfig
 from tprepro.data.shards import open_dataset
 from tprepro.data.vocab import build_vocab
-from tprepro.models.config import resolve_model_config
+from tprepro.models.registry import resolve_model_config
 from tprepro.train.callbacks import Callback
 from tprepro.train.checkpoint import load_checkpoint, save_checkpoint
 from tprepro.train.trainer import Trainer, TrainJob

@@ -26,7 +26,7 @@ def cmd_validate(args) -> None:
 def cmd_models(args) -> None:
     """Every preset's parameter count: sequence archs for --vocab-size symbols, N2F archs for
     MathQA-sized vocabularies."""
-    from tprepro.models.config import resolve_model_config
+    from tprepro.models.registry import resolve_model_config
     from tprepro.models.registry import build_model, list_presets
 
     n2f_sizes = {"vocab_size": 5000, "n_relations": 60, "n_arguments": 100}

@@ -33,7 +33,7 @@ def model_config(params: dict, name: str, section: str = "models"):
 
     `section` is a dotted path to a models mapping, e.g. "two_variable.models".
     """
-    from tprepro.models.config import resolve_model_config
+    from tprepro.models.registry import resolve_model_config
 
     models = params
     for key in section.split("."):

@@ -26,8 +26,8 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from tprepro.errors import TpreproError
-from tprepro.models.config import ModelConfig
-from tprepro.models.registry import register_arch
+from tprepro.models.config import NO_BINDING, ModelConfig
+from tprepro.models.registry import register_arch, register_preset
 
 
 @dataclass
@@ -96,3 +96,11 @@ class LSTMSeq2Seq(nn.Module):
         """Teacher forcing. src: [B, S]; tgt_in: [B, T]. Returns logits [B, T, V]."""
         memory, src_mask = self.encode(src)
         return self.decode(tgt_in, memory, src_mask)
+
+
+# ---- presets ------------------------------------------------------------------------------------------
+# LSTM encoder-decoder with attention (lstm.py). saxton_simple_lstm matches the 18M weights of Saxton et
+# al.'s Simple LSTM (Table 1) with 72 symbols, not its shape: see lstm.py.
+_LSTM = dict(arch="lstm", init="pytorch", dropout=0.0, **NO_BINDING)
+register_preset("saxton_simple_lstm", **_LSTM, d_model=768, lstm_hidden=1024, lstm_layers=1)
+register_preset("lstm_tiny", **_LSTM, d_model=64, lstm_hidden=128, lstm_layers=1)

@@ -46,8 +46,8 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from tprepro.experiments.n2f.tuples import ARG_NONE, ARG_PAD, REL_BOS, REL_EOS, REL_PAD
 from tprepro.errors import TpreproError
-from tprepro.models.config import ModelConfig
-from tprepro.models.registry import register_arch
+from tprepro.models.config import NO_BINDING, ModelConfig
+from tprepro.models.registry import register_arch, register_preset
 from tprepro.models.tpr_encoder import EncoderOutput, TPREncoder
 from tprepro.models.tuple_decoder import LinearReadout, TupleDecoder, UnbindingReadout
 
@@ -226,3 +226,25 @@ _builder("tp_n2f", "tpr", "tpr")
 _builder("lstm2lstm", "lstm", "lstm")
 _builder("tp2lstm", "tpr", "lstm")
 _builder("lstm2tp", "lstm", "tpr")
+
+
+# ---- TP-N2F and its ablations (issue 4) -----------------------------------------------------
+# Appendix A.1: n_F=150, n_R=50 and, per dataset, d_F, d_R, d_Rel, d_Arg, d_Pos; a one-layer Reasoning
+# MLP; the LSTM baselines (seq2prog = lstm2lstm, tp2lstm, lstm2tp) have hidden size 100, one layer, one
+# direction. The word- and tuple-embedding widths are not stated in the paper: 128, what a public
+# implementation of the paper used. MathQA tuples have 2 arguments, AlgoLisp tuples 3.
+_N2F = dict(init="pytorch", dropout=0.0, lstm_layers=1, selection_temperature=0.1, reasoning_layers=1,
+            mask_padding=True, **NO_BINDING)
+_N2F_PAPER = dict(_N2F, d_model=128, d_tuple_embedding=128, lstm_hidden=100, n_fillers=150, n_roles=50)
+_N2F_DATASETS = {
+    "mathqa": dict(d_filler=30, d_role=20, d_relation=20, d_argument=10, d_position=5, tuple_arity=2),
+    "algolisp": dict(d_filler=30, d_role=30, d_relation=30, d_argument=20, d_position=5, tuple_arity=3),
+}
+for _dataset, _sizes in _N2F_DATASETS.items():
+    for _arch in ("tp_n2f", "lstm2lstm", "tp2lstm", "lstm2tp"):
+        register_preset(f"{_arch}_{_dataset}", **_N2F_PAPER, **_sizes, arch=_arch)
+# Tiny CPU configurations (arity 2; set tuple_arity per dataset in params): d_T = 48, d_H = 108.
+_N2F_TINY = dict(_N2F, d_model=32, d_tuple_embedding=16, lstm_hidden=64, n_fillers=20, n_roles=10, d_filler=8,
+                 d_role=6, d_relation=6, d_argument=6, d_position=3, tuple_arity=2)
+for _arch in ("tp_n2f", "lstm2lstm", "tp2lstm", "lstm2tp"):
+    register_preset(f"{_arch}_tiny", **_N2F_TINY, arch=_arch)

@@ -14,9 +14,9 @@ from torch import Tensor, nn
 
 from tprepro.errors import TpreproError
 from tprepro.models.attention import KVCache, MultiHeadAttention
-from tprepro.models.config import ModelConfig
+from tprepro.models.config import PAPER_SIZES, TINY_SIZES, ModelConfig
 from tprepro.models.initialisation import initialise
-from tprepro.models.registry import register_arch
+from tprepro.models.registry import register_arch, register_preset
 
 
 def sinusoid_table(n_positions: int, d_model: int) -> Tensor:
@@ -188,3 +188,34 @@ class TransformerModel(nn.Module):
         every real position from seeing a pad, and the loss ignores pad positions."""
         memory, src_mask = self.encode(src)  # [B, S, D], [B, S]
         return self.decode(tgt_in, memory, src_mask)  # [B, T, V]
+
+
+# ---- presets: Schlag et al. Sec. 4.1 and the variants -----------------------------------------------
+_TRANSFORMER = dict(arch="transformer", binding="identity", role_embedding=False)
+_TP_TRANSFORMER = dict(arch="tp_transformer", binding="continuous_role", role_embedding=True)
+
+register_preset("transformer_paper", **PAPER_SIZES, **_TRANSFORMER)
+register_preset("tp_transformer_paper", **PAPER_SIZES, **_TP_TRANSFORMER)
+register_preset("transformer_tiny", **TINY_SIZES, **_TRANSFORMER)
+register_preset("tp_transformer_tiny", **TINY_SIZES, **_TP_TRANSFORMER)
+
+# ---- the variants of issue 3 -------------------------------------------------------------------
+# TPT-d (summarization paper, Sec. 3.2): N_r = 50 role embeddings of width d_r = 64 = d_model / H per
+# attention sub-layer, bound after the residual; no role-scaled input embedding (the paper has none).
+_TPT_D = dict(arch="tp_transformer", binding="discrete_role", role_embedding=False, n_roles=50)
+register_preset("tpt_d_paper", **PAPER_SIZES, **_TPT_D, d_role=64)
+register_preset("tpt_d_tiny", **TINY_SIZES, **_TPT_D, d_role=16)
+# Full tensor product v̄ ⊗ r (appendix A): d_k * d_r values per head; tiny only (at paper size W^(o)
+# alone would hold 8 * 64 * 64 * 512 weights per attention).
+register_preset("full_tensor_tiny", **TINY_SIZES, arch="tp_transformer", binding="full_tensor", role_embedding=True,
+                d_role=4)
+
+# ---- the summarization experiment (issue 13; Jiang et al. 2021, Sec. 3.2) ----------------------------------
+# Transformer, TPT-c (Schlag et al.'s continuous roles) and TPT-d (N_r = 50 discrete roles of d_r = 64):
+# 6 + 6 layers, 8 heads, d_k = 64, d_m = 512, d_f = 2048, dropout 0.1. Tiny: CPU minutes.
+_SUMMARY_PAPER = dict(PAPER_SIZES, dropout=0.1)
+_SUMMARY_TINY = dict(TINY_SIZES, dropout=0.1)
+for _size, _base, _d_role in (("paper", _SUMMARY_PAPER, 64), ("tiny", _SUMMARY_TINY, 16)):
+    register_preset(f"summarization_transformer_{_size}", **_base, **_TRANSFORMER)
+    register_preset(f"summarization_tpt_c_{_size}", **_base, **_TP_TRANSFORMER)
+    register_preset(f"summarization_tpt_d_{_size}", **_base, **_TPT_D, d_role=_d_role)

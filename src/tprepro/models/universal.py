@@ -20,8 +20,8 @@ from torch import Tensor, nn
 
 from tprepro.models.act import AdaptiveComputation, StepFn
 from tprepro.models.attention import KVCache
-from tprepro.models.config import ModelConfig
-from tprepro.models.registry import register_arch
+from tprepro.models.config import NO_BINDING, TINY_SIZES, ModelConfig
+from tprepro.models.registry import register_arch, register_preset
 from tprepro.models.initialisation import PYTORCH, initialise
 from tprepro.models.transformer import DecoderCache, DecoderLayer, EncoderLayer, InputEmbedding, sinusoid_table
 
@@ -128,3 +128,19 @@ class AdaptiveUniversalTransformer(UniversalTransformer):
     def auxiliary_loss(self) -> Tensor:
         """tau * (mean ponder cost of the encoder + of the decoder) of the last forward, with its gradient."""
         return self.cfg.ponder_weight * (self.ponder["encoder"] + self.ponder["decoder"])
+
+
+# ---- presets: Wangperawong (2018) and tiny UT / AUT --------------------------------------------------
+# Wangperawong (2019): 2 encoder and 2 decoder layers, 4 heads, feed-forward 128, dropout 0.1. The paper
+# states no d_model beyond "smaller" than the base model; 128 is tensor2tensor's tiny hidden size
+# (a feed-forward of 128 presumes d_model <= 128). For the UT, "2 layers" are 2 recurrent steps; the AUT
+# caps N(t) at 24 as the paper does. The paper states no initialisation; tensor2tensor, which it used,
+# draws the embedding N(0, 1/d) and scales it by sqrt(d), as `init: authors` does.
+_WANGPERAWONG = dict(d_model=128, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=128, dropout=0.1,
+                     init="authors", binding="identity", role_embedding=False)
+register_preset("wangperawong_transformer", **_WANGPERAWONG, arch="transformer")
+register_preset("wangperawong_ut", **_WANGPERAWONG, arch="universal_transformer", ut_steps=2)
+register_preset("wangperawong_aut", **_WANGPERAWONG, arch="adaptive_universal_transformer", act_max_steps=24,
+                act_epsilon=0.01)
+register_preset("ut_tiny", **TINY_SIZES, **NO_BINDING, arch="universal_transformer", ut_steps=2)
+register_preset("aut_tiny", **TINY_SIZES, **NO_BINDING, arch="adaptive_universal_transformer", act_max_steps=4)

@@ -112,7 +112,7 @@ def _check_finite(value: Any, source: str, path: list[str]) -> None:
 def _check_models(params: dict, source: str) -> None:
     """Every model the pipeline will build: a known preset and known, well-typed overrides."""
     from tprepro.experiments import experiments
-    from tprepro.models.config import resolve_model_config
+    from tprepro.models.registry import resolve_model_config
 
     built = {section: names for experiment in experiments().values()
              for section, names in experiment.models(params).items()}
