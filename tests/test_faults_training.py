@@ -255,7 +255,8 @@ REQUEUE_SNAKEFILE = """
 P = {{"mlflow": {{"experiment": "requeue"}}}}
 include: "{rules}/mlflow.smk"
 
-TRAIN = "tprepro train --params {ws}/params.yaml --seed 1 --train {ws}/data/train-easy --vocab {ws}/vocab.json"
+TRAIN = ("tprepro train --params {ws}/params.yaml --seed 1 --train {ws}/data/train-easy --vocab {ws}/vocab.json"
+         " --heldout {ws}/data/interpolate")
 
 rule all:
     input: "preempted/model/model.pt", "broken/model/model.pt"
