@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tprepro.experiments import COMMON, EVALUATION, INTERPRETING, PUBLISHING, TRAINING, Experiment, Stage, table_arguments
+from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, PUBLISHING, TRAINING, Experiment, Stage,
+                                 table_arguments)
 
 
 def _dirs(paths: list[str]) -> list[Path]:
@@ -12,7 +13,8 @@ def _dirs(paths: list[str]) -> list[Path]:
 
 
 def _data_arguments(p) -> None:
-    p.add_argument("--split", required=True, help="train-easy | train-medium | train-hard | interpolate | extrapolate")
+    p.add_argument("--split", required=True,
+                   help="train-easy | train-medium | train-hard | interpolate | extrapolate")
     p.add_argument("--module", required=True, help="a module name, e.g. arithmetic__add_or_sub")
     p.add_argument("--out", required=True, help="dataset directory to write")
     p.add_argument("--processes", type=int, default=1, help="shards generated in parallel (default 1)")
@@ -118,21 +120,28 @@ EXPERIMENT = Experiment(
     stages=(
         Stage("data", "generate (or import) one Mathematics Dataset module/split as shards",
               "tprepro data --split train-easy --module arithmetic__add_or_sub "
-              "--out data/mathematics/train-easy/arithmetic__add_or_sub", _data_arguments, _data, code=(*COMMON, "experiments/mathematics/data_stage.py", "experiments/mathematics/generate.py", "experiments/mathematics/release.py", "experiments/mathematics/modules.py", "data/shards.py")),
+              "--out data/mathematics/train-easy/arithmetic__add_or_sub", _data_arguments, _data,
+              code=(*COMMON, "experiments/mathematics/data_stage.py", "experiments/mathematics/generate.py",
+                    "experiments/mathematics/release.py", "experiments/mathematics/modules.py", "data/shards.py")),
         Stage("vocab", "build the character vocabulary from the training shards",
-              f"tprepro vocab --train {TRAIN_DIRS} --out data/vocab.json", _vocab_arguments, _vocab, code=(*COMMON, "experiments/mathematics/stages.py", "experiments/mathematics/modules.py", "data/shards.py", "data/vocab.py")),
+              f"tprepro vocab --train {TRAIN_DIRS} --out data/vocab.json", _vocab_arguments, _vocab,
+              code=(*COMMON, "experiments/mathematics/stages.py", "experiments/mathematics/modules.py",
+                    "data/shards.py", "data/vocab.py")),
         Stage("train", "train one model (resumes from its last checkpoint)",
               f"tprepro train --model tp_transformer_tiny --seed 0 --train {TRAIN_DIRS} --vocab data/vocab.json "
               "--out models/tp_transformer_tiny-s0 --checkpoints checkpoints/tp_transformer_tiny-s0 "
               "--heldout data/mathematics/interpolate",
-              _train_arguments, _train, processes=_train_processes, code=(*TRAINING, "experiments/mathematics/stages.py", "experiments/mathematics/modules.py")),
+              _train_arguments, _train, processes=_train_processes,
+              code=(*TRAINING, "experiments/mathematics/stages.py", "experiments/mathematics/modules.py")),
         Stage("evaluate", "per-module accuracy on interpolate, extrapolate and a train sample",
               "tprepro evaluate --model-dir models/tp_transformer_tiny-s0 --interpolate data/mathematics/interpolate "
               f"--extrapolate data/mathematics/extrapolate --train {TRAIN_DIRS} "
-              "--out results/eval/tp_transformer_tiny-s0.csv", _evaluate_arguments, _evaluate, code=(*EVALUATION, "experiments/mathematics/stages.py", "experiments/mathematics/modules.py")),
+              "--out results/eval/tp_transformer_tiny-s0.csv", _evaluate_arguments, _evaluate,
+              code=(*EVALUATION, "experiments/mathematics/stages.py", "experiments/mathematics/modules.py")),
         Stage("tables", "assemble Table 1, the per-module table and figure",
               "tprepro tables --eval-dir results/eval --models-dir models --tables-dir results/tables "
-              "--figures-dir results/figures --metrics results/metrics.json", _tables_arguments, _tables, code=(*PUBLISHING, "experiments/mathematics/stages.py", "experiments/mathematics/figures.py")),
+              "--figures-dir results/figures --metrics results/metrics.json", _tables_arguments, _tables,
+              code=(*PUBLISHING, "experiments/mathematics/stages.py", "experiments/mathematics/figures.py")),
         Stage("interpret-mathematics", "attention maps, role clusters, head reconstruction and role one-hotness "
               "of one trained model (those its architecture has)",
               "tprepro interpret-mathematics --model-dir models/tp_transformer-s0 --interpolate "

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tprepro.experiments import COMMON, EVALUATION, INTERPRETING, PUBLISHING, TRAINING, Experiment, Stage, table_arguments, test_arguments, train_arguments
+from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, PUBLISHING, TRAINING, Experiment, Stage,
+                                 table_arguments, test_arguments, train_arguments)
 from tprepro.experiments.n2f import TASKS
 
 
@@ -73,19 +74,23 @@ EXPERIMENT = Experiment(
     title="Chen et al. 2020: TP-N2F and its baselines on MathQA (Table 1) and AlgoLisp (Table 2)",
     stages=(
         Stage("n2f-data", "load or generate an N2F task's train/ and test/ sets and vocabularies",
-              "tprepro n2f-data --task algolisp --out data/n2f/algolisp", _with_task(_data_arguments), _data, code=(*COMMON, "experiments/n2f", "data/shards.py")),
+              "tprepro n2f-data --task algolisp --out data/n2f/algolisp", _with_task(_data_arguments), _data,
+              code=(*COMMON, "experiments/n2f", "data/shards.py")),
         Stage("n2f-quality", "how often the gold programs succeed, per split",
               "tprepro n2f-quality --task algolisp --data data/n2f/algolisp --out results/n2f/algolisp_quality.json",
-              _with_task(_quality_arguments), _quality, code=(*COMMON, "experiments/n2f", "data/shards.py", "tracking.py")),
+              _with_task(_quality_arguments), _quality,
+              code=(*COMMON, "experiments/n2f", "data/shards.py", "tracking.py")),
         Stage("n2f-train", "train one N2F model (resumes from its last checkpoint)",
               "tprepro n2f-train --task algolisp --model tp_n2f --seed 1 --train data/n2f/algolisp/train "
               "--vocab data/n2f/algolisp/vocab.json --out n2f/models/algolisp/tp_n2f-s1 "
               "--checkpoints n2f/checkpoints/algolisp/tp_n2f-s1",
-              _with_task(lambda p: train_arguments(p, "n2f.models", seeds="n2f.seeds")), _train, processes=_train_processes, code=(*TRAINING, "experiments/n2f")),
+              _with_task(lambda p: train_arguments(p, "n2f.models", seeds="n2f.seeds")), _train,
+              processes=_train_processes, code=(*TRAINING, "experiments/n2f")),
         Stage("n2f-evaluate", "greedy programs on the test split, scored the task's way",
               "tprepro n2f-evaluate --task algolisp --model-dir n2f/models/algolisp/tp_n2f-s1 "
               "--test data/n2f/algolisp/test --out n2f/eval/algolisp/tp_n2f-s1.csv",
-              _with_task(lambda p: test_arguments(p, "per-metric CSV")), _evaluate, code=(*EVALUATION, "experiments/n2f")),
+              _with_task(lambda p: test_arguments(p, "per-metric CSV")), _evaluate,
+              code=(*EVALUATION, "experiments/n2f")),
         Stage("n2f-tables", "the task's table (MathQA: Table 1, AlgoLisp: Table 2)",
               "tprepro n2f-tables --task algolisp --eval-dir n2f/eval/algolisp --models-dir n2f/models/algolisp "
               "--tables-dir results/tables --metrics results/algolisp_metrics.json",

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tprepro.experiments import COMMON, EVALUATION, INTERPRETING, PUBLISHING, TRAINING, Experiment, Stage, table_arguments, test_arguments, train_arguments
+from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, PUBLISHING, TRAINING, Experiment, Stage,
+                                 table_arguments, test_arguments, train_arguments)
 
 
 def _data_arguments(p) -> None:
@@ -34,8 +35,8 @@ def _evaluate(args) -> None:
 def _tables(args) -> None:
     from tprepro.experiments.two_variable.stages import tables_stage
 
-    tables_stage(args.params, Path(args.eval_dir), Path(args.models_dir), Path(args.tables_dir), Path(args.figures_dir),
-                 Path(args.metrics))
+    tables_stage(args.params, Path(args.eval_dir), Path(args.models_dir), Path(args.tables_dir),
+                 Path(args.figures_dir), Path(args.metrics))
 
 
 def _interpret(args) -> None:
@@ -50,19 +51,25 @@ EXPERIMENT = Experiment(
     stages=(
         Stage("two-variable-data", "generate the two-variable arithmetic data (train/ and test/) and its vocabulary",
               "tprepro two-variable-data --out data/two_variable --vocab data/two_variable/vocab.json",
-              _data_arguments, _data, code=(*COMMON, "experiments/two_variable/data.py", "experiments/two_variable/stages.py", "data/shards.py", "data/vocab.py")),
+              _data_arguments, _data,
+              code=(*COMMON, "experiments/two_variable/data.py", "experiments/two_variable/stages.py",
+                    "data/shards.py", "data/vocab.py")),
         Stage("two-variable-train", "train one model of the two-variable experiment",
               "tprepro two-variable-train --model ut --seed 1 --train data/two_variable/train "
               "--vocab data/two_variable/vocab.json --out two_variable/models/ut-s1 "
               "--checkpoints two_variable/checkpoints/ut-s1 --heldout data/two_variable/test",
-              lambda p: train_arguments(p, "two_variable.models", heldout=True, seeds="two_variable.seeds"), _train, code=(*TRAINING, "experiments/two_variable/stages.py")),
+              lambda p: train_arguments(p, "two_variable.models", heldout=True, seeds="two_variable.seeds"), _train,
+              code=(*TRAINING, "experiments/two_variable/stages.py")),
         Stage("two-variable-evaluate", "test accuracy per expression type",
               "tprepro two-variable-evaluate --model-dir two_variable/models/ut-s1 --test data/two_variable/test "
-              "--out two_variable/eval/ut-s1.csv", lambda p: test_arguments(p, "per-type CSV"), _evaluate, code=(*EVALUATION, "experiments/two_variable/stages.py", "experiments/two_variable/data.py")),
+              "--out two_variable/eval/ut-s1.csv", lambda p: test_arguments(p, "per-type CSV"), _evaluate,
+              code=(*EVALUATION, "experiments/two_variable/stages.py", "experiments/two_variable/data.py")),
         Stage("two-variable-tables", "the per-type table (Wangperawong, Table 3)",
               "tprepro two-variable-tables --eval-dir two_variable/eval --models-dir two_variable/models "
               "--tables-dir results/tables --figures-dir results/figures --metrics results/two_variable_metrics.json",
-              lambda p: table_arguments(p, figures=True), _tables, code=(*PUBLISHING, "experiments/two_variable/stages.py", "experiments/two_variable/table.py", "experiments/two_variable/data.py")),
+              lambda p: table_arguments(p, figures=True), _tables,
+              code=(*PUBLISHING, "experiments/two_variable/stages.py", "experiments/two_variable/table.py",
+                    "experiments/two_variable/data.py")),
         Stage("interpret-two-variable", "attention maps (and ponder maps of an adaptive model) of one model",
               "tprepro interpret-two-variable --model-dir two_variable/models/aut-s1 --test data/two_variable/test "
               "--out results/interpret/two_variable/aut-s1",
