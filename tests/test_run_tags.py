@@ -46,3 +46,17 @@ def test_a_training_log_says_when_where_and_which_run(tmp_path):
     assert re.search(r"\[transformer-s1\] MLflow run [0-9a-f]{32} in experiment 'tprepro-mathematics' \(\S+/mlflow.db\)",
                      log), log
     assert re.search(rf"{stamp} \[transformer-s1\] finished: step 6, final loss \d+\.\d{{4}}", log), log
+
+
+def test_runs_record_only_the_settings_their_architecture_reads():
+    from tprepro.models.registry import arch_settings
+
+    transformer = arch_settings(resolve_model_config("transformer_tiny", {}))
+    assert {"d_model", "n_heads", "n_encoder_layers", "binding", "d_ff"} <= transformer.keys()
+    assert not {"lstm_hidden", "ut_steps", "n_fillers", "act_epsilon", "n_roles"} & transformer.keys()
+    assert {"n_roles", "d_role"} <= arch_settings(resolve_model_config("tpt_d_tiny", {})).keys()  # its binding's
+    assert arch_settings(resolve_model_config("ut_tiny", {})).keys() & {"ut_steps", "n_encoder_layers"} == {"ut_steps"}
+    lstm = arch_settings(resolve_model_config("lstm_tiny", {}))
+    assert set(lstm) == {"arch", "d_model", "dropout", "init", "lstm_hidden", "lstm_layers"}
+    n2f = arch_settings(resolve_model_config("tp_n2f_tiny", {}))
+    assert {"n_fillers", "tuple_arity", "d_relation"} <= n2f.keys() and "n_heads" not in n2f

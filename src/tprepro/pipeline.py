@@ -81,6 +81,7 @@ def train_model(name: str, seed: int, model, config: TrainConfig, datasets: dict
     from tprepro.data.shards import read_columns
     from tprepro.data.vocab import Vocab
     from tprepro.evaluate.curves import CURVE_FILE, LearningCurve
+    from tprepro.models.registry import arch_settings
     from tprepro.evaluate.roles import RoleSharpnessCallback, has_discrete_roles
     from tprepro.tracking import MLflowCallback, job_environment_tags
     from tprepro.train.callbacks import ProgressBar
@@ -99,7 +100,7 @@ def train_model(name: str, seed: int, model, config: TrainConfig, datasets: dict
     )
     logger = MLflowCallback(
         experiment,
-        params={"model_name": name, "seed": seed, "model": asdict(job.model),
+        params={"model_name": name, "seed": seed, "model": arch_settings(job.model),
                 "train": asdict(job.config), "data": data_settings, "vocab_size": len(job.vocab)},
         tags={"stage": "train", "model": name, "seed": seed, "mlflow.note.content": run_description(
                   name, seed, model, config, datasets),

@@ -38,7 +38,7 @@ class LSTMCache:
     length: int = 0
 
 
-@register_arch("lstm")
+@register_arch("lstm", settings=("lstm_hidden", "lstm_layers"))
 class LSTMSeq2Seq(nn.Module):
     supports_cache = True
 

@@ -214,12 +214,18 @@ class N2FModel(nn.Module):
         return torch.cat(decoded, dim=1)
 
 
+# What the N2F archs read: the TPR encoder/decoder sizes and the LSTM baselines' width (all four share them).
+N2F_SETTINGS = ("lstm_hidden", "lstm_layers", "n_fillers", "n_roles", "d_filler", "d_role", "d_relation", "d_argument",
+                "d_position", "tuple_arity", "d_tuple_embedding", "selection_temperature", "reasoning_layers",
+                "mask_padding")
+
+
 def _builder(arch: str, encoder: str, decoder: str) -> None:
     def build(cfg: ModelConfig, vocab_size: int, pad_id: int, *, n_relations: int, n_arguments: int) -> N2FModel:
         return N2FModel(cfg, vocab_size, pad_id, n_relations, n_arguments, encoder, decoder)
 
     build.__name__ = build.__qualname__ = f"build_{arch}"
-    register_arch(arch, task="n2f")(build)
+    register_arch(arch, task="n2f", settings=N2F_SETTINGS)(build)
 
 
 _builder("tp_n2f", "tpr", "tpr")

@@ -22,16 +22,25 @@ TASKS = ("seq2seq", "n2f")
 
 _ARCHS: dict[str, Builder] = {}
 _ARCH_TASKS: dict[str, str] = {}
+_ARCH_SETTINGS: dict[str, tuple[str, ...]] = {}
 _PRESETS: dict[str, dict] = {}
 
+# The ModelConfig fields every arch reads, and those a binding adds (binding.py).
+CORE_SETTINGS = ("arch", "d_model", "dropout", "init")
+BINDING_SETTINGS = {"discrete_role": ("n_roles", "d_role"), "full_tensor": ("d_role",)}
 
-def register_arch(name: str, task: str = "seq2seq") -> Callable[[Builder], Builder]:
+
+def register_arch(name: str, task: str = "seq2seq", settings: tuple[str, ...] = ()) -> Callable[[Builder], Builder]:
     """Decorator: register a model class or builder function under `name` (config field `arch`).
 
     `task` says which data the arch models, hence which sizes its builder takes: "seq2seq"
     (token sequences; builder(cfg, vocab_size, pad_id)) or "n2f" (relational-tuple programs;
-    builder(cfg, vocab_size, pad_id, n_relations=..., n_arguments=...)).
+    builder(cfg, vocab_size, pad_id, n_relations=..., n_arguments=...)). `settings`: the
+    ModelConfig fields the arch reads beyond CORE_SETTINGS (what its runs record).
     """
+    unknown_fields = sorted(set(settings) - {f.name for f in dataclasses.fields(ModelConfig)})
+    if unknown_fields:
+        raise ValueError(f"arch {name!r}: unknown settings {unknown_fields}")
     if task not in TASKS:
         raise ValueError(f"arch {name!r}: unknown task {task!r}; known: {', '.join(TASKS)}")
 
@@ -40,6 +49,7 @@ def register_arch(name: str, task: str = "seq2seq") -> Callable[[Builder], Build
             raise ValueError(f"arch {name!r} is already registered")
         _ARCHS[name] = builder
         _ARCH_TASKS[name] = task
+        _ARCH_SETTINGS[name] = tuple(settings)
         return builder
 
     return decorate
@@ -48,6 +58,15 @@ def register_arch(name: str, task: str = "seq2seq") -> Callable[[Builder], Build
 def arch_task(name: str) -> str:
     """The task ("seq2seq" or "n2f") arch `name` was registered for."""
     return _ARCH_TASKS[name]
+
+
+def arch_settings(cfg: ModelConfig) -> dict:
+    """The settings `cfg`'s arch (and binding) read, in ModelConfig's order: what a run records,
+    without the fields of other families (an LSTM's width on a Transformer)."""
+    used = {*CORE_SETTINGS, *_ARCH_SETTINGS[cfg.arch]}
+    if "binding" in used:
+        used.update(BINDING_SETTINGS.get(cfg.binding, ()))
+    return {f.name: getattr(cfg, f.name) for f in dataclasses.fields(ModelConfig) if f.name in used}
 
 
 def register_preset(name: str, **fields) -> None:

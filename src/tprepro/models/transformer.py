@@ -143,8 +143,11 @@ class DecoderCache:
         return self.self_attn[0].length
 
 
-@register_arch("transformer")
-@register_arch("tp_transformer")
+ATTENTION_SETTINGS = ("n_heads", "d_ff", "binding", "role_embedding", "max_positions")
+
+
+@register_arch("transformer", settings=(*ATTENTION_SETTINGS, "n_encoder_layers", "n_decoder_layers"))
+@register_arch("tp_transformer", settings=(*ATTENTION_SETTINGS, "n_encoder_layers", "n_decoder_layers"))
 class TransformerModel(nn.Module):
     """Encoder-decoder with shared, tied symbol embedding E (Eq. 2, 8)."""
 

@@ -23,10 +23,11 @@ from tprepro.models.attention import KVCache
 from tprepro.models.config import NO_BINDING, TINY_SIZES, ModelConfig
 from tprepro.models.registry import register_arch, register_preset
 from tprepro.models.initialisation import PYTORCH, initialise
-from tprepro.models.transformer import DecoderCache, DecoderLayer, EncoderLayer, InputEmbedding, sinusoid_table
+from tprepro.models.transformer import (ATTENTION_SETTINGS, DecoderCache, DecoderLayer, EncoderLayer, InputEmbedding,
+                                        sinusoid_table)
 
 
-@register_arch("universal_transformer")
+@register_arch("universal_transformer", settings=(*ATTENTION_SETTINGS, "ut_steps"))
 class UniversalTransformer(nn.Module):
     """Shared-weight encoder and decoder cells applied `ut_steps` times, with tied embedding E."""
 
@@ -96,7 +97,8 @@ class UniversalTransformer(nn.Module):
         return self.decode(tgt_in, memory, src_mask)
 
 
-@register_arch("adaptive_universal_transformer")
+@register_arch("adaptive_universal_transformer",
+               settings=(*ATTENTION_SETTINGS, "act_max_steps", "act_epsilon", "ponder_weight"))
 class AdaptiveUniversalTransformer(UniversalTransformer):
     """The Universal Transformer with per-position ACT in encoder and decoder."""
 
