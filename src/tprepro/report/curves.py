@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Mapping
 
@@ -42,7 +43,7 @@ def curve_figure(curves: Mapping[tuple[str, int], pd.DataFrame], path: Path, tit
         ax.set_xlabel("training step")
         ax.grid(alpha=0.3)
     match_ax.legend(fontsize=8, loc="upper left")
-    fig.suptitle(title)
+    fig.suptitle(textwrap.fill(title, 100))  # long budgets wrap instead of running off the page
     fig.tight_layout()
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", dpi=120)
