@@ -42,7 +42,7 @@ def slurm_params() -> dict:
 
 def train_run_names(params: dict) -> set[str]:
     mathematics = {f"{m}-s{s}" for m in params["grid"]["models"] for s in params["grid"]["seeds"]}
-    return mathematics | {f"algolisp/{m}-s{params['n2f']['seed']}" for m in params["n2f"]["models"]}
+    return mathematics | {f"algolisp/{m}-s{s}" for m in params["n2f"]["models"] for s in params["n2f"]["seeds"]}
 
 
 def run(cmd: list, cwd: Path, env: dict, timeout: float) -> str:

@@ -150,3 +150,13 @@ def test_paper_overlay_has_the_papers_two_variable_settings():
     assert {name: m["preset"] for name, m in section["models"].items()} == {
         "transformer": "wangperawong_transformer", "ut": "wangperawong_ut", "aut": "wangperawong_aut"}
     assert section["train"]["steps"] == 100_000
+
+
+def test_table_columns_become_valid_mlflow_metric_names():
+    from mlflow.utils.validation import _validate_metric_name
+
+    from tprepro.experiments.two_variable.data import metric_name
+
+    for column in (*TYPES, "overall", *(f"{t}_std" for t in TYPES), "seeds", "time_vs_first"):
+        _validate_metric_name(metric_name(column))  # raises on "+" or "*"
+    assert metric_name("a*b_std") == "a_times_b_std" and metric_name("overall") == "overall"

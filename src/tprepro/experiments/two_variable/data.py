@@ -50,6 +50,14 @@ TYPES = tuple(dict.fromkeys(label for label, _ in EXPRESSIONS))
 # MLflow metric names may not contain "+" or "*".
 METRIC_NAMES = {"a+a": "a_plus_a", "a-a": "a_minus_a", "a*a": "a_times_a",
                 "a+b": "a_plus_b", "a-b": "a_minus_b", "a*b": "a_times_b"}
+
+
+def metric_name(key: str) -> str:
+    """A table column as an MLflow metric name: "a+b" -> "a_plus_b", "a*b_std" -> "a_times_b_std"."""
+    for label, name in METRIC_NAMES.items():
+        if key == label or key.startswith(f"{label}_"):
+            return name + key[len(label):]
+    return key
 SPACE = VALUES * VALUES * 2 * len(EXPRESSIONS)  # distinct problems
 TRAIN, TEST = "train", "test"
 SPLITS = (TRAIN, TEST)

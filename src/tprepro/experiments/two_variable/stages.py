@@ -81,7 +81,7 @@ def tables_stage(params_path: str, eval_dir: Path, models_dir: Path, tables_dir:
                  metrics_path: Path) -> None:
     """Table 3's shape: accuracy per expression type and overall, plus training wall time, per model;
     and the models' learning curves."""
-    from tprepro.experiments.two_variable.data import METRIC_NAMES
+    from tprepro.experiments.two_variable.data import metric_name
     from tprepro.experiments.two_variable.table import type_table, type_table_markdown
     from tprepro.report.curves import curve_figure, read_curves
     from tprepro.report.tables import read_eval, write_csv
@@ -103,5 +103,5 @@ def tables_stage(params_path: str, eval_dir: Path, models_dir: Path, tables_dir:
                figures_dir / "two_variable_learning_curves.png": lambda path: curve_figure(
                    curves, path, f"Two-variable arithmetic: learning curves on the test split ({budget})")}
     publish_table(params["mlflow"]["experiment"], f"{RUN_PREFIX}tables", {"stage": "two_variable_tables"}, table,
-                  writers, metrics_path, metric_name=lambda key: METRIC_NAMES.get(key, key))
+                  writers, metrics_path, metric_name=metric_name)
     print(markdown)
