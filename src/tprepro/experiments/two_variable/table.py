@@ -35,16 +35,15 @@ def type_table(evals: pd.DataFrame, training: dict[str, dict]) -> pd.DataFrame:
         row["overall"] = pooled["correct"].sum() / pooled["n"].sum()
         per_seed.append(row)
     table = over_seeds(pd.DataFrame(per_seed), (*TYPES, "overall"))
-    reference = None
-    for column in ("parameters", "steps", "seconds_per_step", "train_seconds", "time_vs_first"):
-        table[column] = 0.0
-    for index, model in table["model"].items():
+    timing = []
+    for model in table["model"]:
         summary = training[model]
         per_step = summary["wall_seconds"] / (summary["steps"] - (summary.get("resumed_from") or 0))
-        reference = reference if reference is not None else per_step
-        table.loc[index, ["parameters", "steps", "seconds_per_step", "train_seconds", "time_vs_first"]] = [
-            summary["parameters"], summary["steps"], per_step, per_step * summary["steps"], per_step / reference]
-    return table.astype({"parameters": int, "steps": int})
+        timing.append({"model": model, "parameters": summary["parameters"], "steps": summary["steps"],
+                       "seconds_per_step": per_step, "train_seconds": per_step * summary["steps"]})
+    timing = pd.DataFrame(timing)
+    timing["time_vs_first"] = timing["seconds_per_step"] / timing["seconds_per_step"].iloc[0]
+    return table.merge(timing, on="model", sort=False)
 
 
 def type_table_markdown(table: pd.DataFrame, papers: dict[str, PublishedRow | None], budget: str) -> str:
