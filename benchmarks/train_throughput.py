@@ -70,7 +70,7 @@ def measure(preset: str, args, device: torch.device, peak: float) -> dict:
     cfg = resolve_model_config(preset, {"dropout": 0.0})
     if arch_task(cfg.arch) == "n2f":
         model = build_model(cfg, pad_id=PAD, **N2F_SIZES)
-        batch = random_tuple_batch(args.batch_size, args.src_len, args.tgt_len, cfg.tuple_arity, device)
+        batch = random_tuple_batch(args.batch_size, args.src_len, args.tgt_len, cfg.family.tuple_arity, device)
     else:
         model = build_model(cfg, VOCAB, PAD)
         batch = random_batch(args.batch_size, args.src_len, args.tgt_len, device)

@@ -166,7 +166,7 @@ def test_unbinding_vectors_of_a_tp_n2f_decoder_are_averaged_per_gold_operator():
     model = build_model(cfg, **{k: v for k, v in vocab.model_sizes().items()}).eval()
     gold = vocab.collate(rows).tgt_out[..., 0]  # [B, T]
     groups = {"add": 0, "subtract": 0, "multiply": 1, "divide": 1, "sqrt": 2, "volume": 2}
-    planted_vectors = {vocab.relations.index(op): torch.full((cfg.d_relation,), 5.0 * g) + 0.01 * k
+    planted_vectors = {vocab.relations.index(op): torch.full((cfg.family.d_relation,), 5.0 * g) + 0.01 * k
                        for k, (op, g) in enumerate(groups.items())}
 
     def by_gold_relation(out):  # [B, T, d_Rel]: the planted vector of the relation each step should produce

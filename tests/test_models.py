@@ -260,3 +260,29 @@ def test_a_model_exported_with_the_old_init_name_still_loads(tmp_path):
     assert loaded.cfg.init == "paper_literal"
     for name, tensor in model.state_dict().items():
         assert torch.equal(loaded.state_dict()[name], tensor), name
+
+
+# Every field a ModelConfig had before the family split (issue 11), as models exported then stored them.
+FLAT_BEFORE_SPLIT = dict(ut_steps=6, act_max_steps=24, act_epsilon=0.01, ponder_weight=0.01, lstm_hidden=2048,
+                         lstm_layers=1, n_fillers=150, d_filler=30, d_relation=20, d_argument=10, d_position=5,
+                         tuple_arity=2, d_tuple_embedding=128, selection_temperature=0.1, reasoning_layers=1,
+                         mask_padding=True)
+
+
+@pytest.mark.parametrize("preset", ["tp_transformer_tiny", "aut_tiny", "lstm_tiny", "tp_n2f_tiny"])
+def test_configs_round_trip_and_flat_ones_stored_before_the_family_split_load(preset):
+    from dataclasses import asdict
+
+    from tprepro.models.registry import flat_settings, stored_model_config
+
+    cfg = resolve_model_config(preset)
+    assert stored_model_config(asdict(cfg)) == cfg  # what model.pt stores now: nested
+    flat = {**FLAT_BEFORE_SPLIT, **flat_settings(cfg)}  # every family's fields, as exported before
+    assert stored_model_config(flat) == cfg
+    assert (cfg.family is None) == (preset == "tp_transformer_tiny")
+
+
+def test_a_family_setting_on_another_arch_is_named():
+    with pytest.raises(TpreproError, match=r"^models\.t\.ut_steps: unknown setting 'ut_steps'.* of arch transformer$"):
+        resolve_model_config("transformer_tiny", {"ut_steps": 3}, where="models.t")
+    assert resolve_model_config("transformer_tiny", {"arch": "universal_transformer", "ut_steps": 3}).family.ut_steps == 3

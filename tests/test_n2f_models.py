@@ -141,7 +141,7 @@ def test_relation_unbinding_vector_is_a_linear_function_of_the_summed_bindings()
 def test_tpr_encoder_binds_softly_selected_filler_and_role():
     model = model_of("tp_n2f").eval()
     encoder = model.encoder
-    assert model.cfg.selection_temperature == 0.1
+    assert model.cfg.family.selection_temperature == 0.1
     src = torch.tensor([[3, 7, 9, 2], [5, 1, PAD, PAD]])
     with torch.no_grad(), capture(model, "filler_probe") as fillers, capture(model, "role_probe") as roles, \
             capture(model, "binding_probe") as bindings:
@@ -310,7 +310,7 @@ def test_paper_presets_and_parameter_counts():
     assert tuple(algolisp[k] for k in keys) == (150, 50, 30, 30, 30, 20, 5, 3)
     assert mathqa["reasoning_layers"] == 1 and mathqa["selection_temperature"] == 0.1
     for name in ("lstm2lstm", "tp2lstm", "lstm2tp"):
-        assert (presets[f"{name}_mathqa"]["lstm_hidden"], presets[f"{name}_mathqa"]["lstm_layers"]) == (100, 1)
+        assert presets[f"{name}_mathqa"]["lstm_hidden"] == 100  # one layer, one direction (N2FConfig)
     vocab, n_rel, n_arg = 5000, 60, 100
     counts = {}
     for name in sorted(presets):

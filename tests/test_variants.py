@@ -13,6 +13,7 @@ from tprepro.errors import TpreproError
 from tprepro.evaluate.decode import greedy_decode
 from tprepro.evaluate.roles import role_sharpness, sharpness_metrics
 from tprepro.models import build_model, list_presets, resolve_model_config
+from tprepro.models.registry import preset_fields, setting_names
 from tprepro.models.act import AdaptiveComputation
 from tprepro.models.attention import MultiHeadAttention
 from tprepro.models.probes import capture
@@ -29,9 +30,12 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def shrunk(preset: str) -> dict:
-    """Overrides that make any preset tiny (d_role fits the discrete binding: d_model / n_heads)."""
-    return dict(d_model=16, n_heads=2, d_ff=32, n_encoder_layers=1, n_decoder_layers=1, d_role=8, n_roles=5,
-                ut_steps=2, act_max_steps=3, lstm_hidden=16, max_positions=64)
+    """Overrides that make any preset tiny (d_role fits the discrete binding: d_model / n_heads), of
+    the settings its arch has."""
+    small = dict(d_model=16, n_heads=2, d_ff=32, n_encoder_layers=1, n_decoder_layers=1, d_role=8, n_roles=5,
+                 ut_steps=2, act_max_steps=3, lstm_hidden=16, max_positions=64)
+    names = setting_names(preset_fields(preset).get("arch", "tp_transformer"))
+    return {key: value for key, value in small.items() if key in names}
 
 
 def model_of(preset: str, seed: int = 0, **overrides):

@@ -13,7 +13,7 @@ from tprepro.data.batching import encode_questions
 from tprepro.data.shards import Dataset, iter_rows, read_columns
 from tprepro.data.vocab import Vocab
 from tprepro.evaluate.decode import greedy_decode
-from tprepro.models.config import stored_model_config
+from tprepro.models.registry import stored_model_config
 from tprepro.models.registry import build_model
 from tprepro.train.checkpoint import load_checkpoint
 

@@ -175,7 +175,7 @@ def two_variable_stage(params_path: str, model_dir: Path, test_dir: Path, out: P
                    f"two-variable {name} ({TINY_NOTE})", done)
         if ponder.has_ponder(model):
             symbols, updates = ponder.encoder_updates(model, vocab, pairs(examples))
-            ponder.ponder_figure(symbols, updates, model.cfg.act_max_steps, tmp / "ponder_map.png",
+            ponder.ponder_figure(symbols, updates, model.cfg.family.act_max_steps, tmp / "ponder_map.png",
                                  f"{name}: encoder updates per input position ({TINY_NOTE})")
             rows = sample_rows(dataset, settings["ponder"]["n"], f"{seed}:ponder", ("question", "answer", "module"))
             _, all_updates = ponder.encoder_updates(model, vocab, pairs(rows))

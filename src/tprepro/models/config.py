@@ -1,14 +1,25 @@
-"""The model configuration: one dataclass (resolved from a named preset plus overrides by
-registry.resolve_model_config), and the size blocks the presets share."""
+"""The model configuration: the settings every architecture shares (`ModelConfig`) and a slot
+for those of its family (`ModelConfig.family`: `UniversalConfig`, `AdaptiveConfig`, `LSTMConfig`,
+`N2FConfig`, each beside its models). registry.resolve_model_config builds one from a named
+preset plus flat overrides (params.yaml's `d_model: 64`, `tuple_arity: 3`), routing each key to the
+core or to the arch's family; the size blocks the presets share are at the end."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from tprepro.errors import TpreproError, unknown
 
 INITS = ("authors", "paper_literal", "pytorch")  # models/initialisation.py
 RENAMED_INITS = {"paper": "paper_literal"}  # names stored in models exported before the rename
+
+
+def check_positive(settings, where: str, *keys: str) -> None:
+    """Raise TpreproError naming `where.key` for the first of `keys` below 1."""
+    for key in keys:
+        if getattr(settings, key) < 1:
+            raise TpreproError(f"{where}.{key}: must be a positive integer, got {getattr(settings, key)}")
 
 
 @dataclass
@@ -24,27 +35,9 @@ class ModelConfig:
     role_embedding: bool = True  # Eq. 2: z_0 = e ⊙ (W^(p) e + b^(p)) instead of z_0 = e
     max_positions: int = 512  # longest source or target sequence (rows of the sinusoidal table)
     init: str = "authors"  # initialisation.py: "authors" (their released code) | "paper_literal" | "pytorch"
-    n_roles: int = 50  # N_r: role-dictionary size of the discrete_role binding (TPT-d; paper: 50)
-    d_role: int = 64  # d_r: role width of discrete_role (must be d_model / n_heads) and full_tensor (paper: 64)
-    ut_steps: int = 6  # T: applications of the shared encoder and decoder block (arch universal_transformer)
-    act_max_steps: int = 24  # ACT: most updates per position (adaptive_universal_transformer; Wangperawong: 24)
-    act_epsilon: float = 0.01  # ACT: a position halts once its halting probabilities reach 1 - epsilon
-    ponder_weight: float = 0.01  # ACT: tau, weight of the mean ponder cost N(t) + R(t) added to the loss
-    lstm_hidden: int = 2048  # arch lstm: hidden units of the encoder and decoder LSTMs
-    lstm_layers: int = 1  # arch lstm: stacked LSTM layers in encoder and decoder
-    # ---- TP-N2F (Chen et al.) and its LSTM ablations: archs tp_n2f, lstm2lstm, tp2lstm, lstm2tp (n2f.py).
-    # They reuse d_model (word-embedding width), n_roles (n_R), d_role (d_R), lstm_hidden (baseline
-    # LSTM width, one layer, one direction) and dropout (on word and tuple embeddings).
-    n_fillers: int = 150  # n_F: fillers the TP-N2F encoder soft-selects from (Sec. 3.2.1; paper: 150)
-    d_filler: int = 30  # d_F: filler width; the encoder's TPR T_t has d_T = d_F * d_R entries
-    d_relation: int = 20  # d_Rel: width of the relation unbinding vector r'_rel (Eq. 44)
-    d_argument: int = 10  # d_Arg: width of an unbound argument vector a_i (Eq. 45)
-    d_position: int = 5  # d_Pos: width of a positional unbinding vector p'_i; d_H = d_Arg * d_Rel * d_Pos
-    tuple_arity: int = 2  # K: arguments per relational tuple (MathQA 2, AlgoLisp 3)
-    d_tuple_embedding: int = 128  # width of each relation/argument embedding; decoder input (1 + K) * this
-    selection_temperature: float = 0.1  # T of the filler/role soft selection softmax(W h / T) (Eq. 19, 27)
-    reasoning_layers: int = 1  # linear+tanh layers of the Reasoning MLP from T_S to decoder state (A.2.2)
-    mask_padding: bool = True  # tuple loss skips REL_PAD target tuples; False: they are class-0 targets (n2f.py)
+    n_roles: int = 50  # N_r: role-dictionary size of discrete_role (TPT-d; paper: 50) and TP-N2F's n_R
+    d_role: int = 64  # d_r: role width of discrete_role (= d_model / n_heads), full_tensor and TP-N2F's d_R
+    family: Any = None  # the arch family's own settings (registry.register_arch's `family`); None: none
 
     def validate(self, where: str = "model") -> ModelConfig:
         """Raise TpreproError naming the first bad setting as `where.key`; return self. What depends
@@ -56,35 +49,16 @@ class ModelConfig:
         if self.init not in INITS:
             renamed = " ('paper' is now 'paper_literal')" if self.init == "paper" else ""
             raise TpreproError(f"{where}.init: unknown init {self.init!r}{renamed}; known: {', '.join(INITS)}")
-        positive = ("d_model", "n_heads", "n_encoder_layers", "n_decoder_layers", "d_ff", "max_positions",
-                    "n_roles", "d_role", "ut_steps", "act_max_steps", "lstm_hidden", "lstm_layers",
-                    "n_fillers", "d_filler", "d_relation", "d_argument", "d_position", "tuple_arity",
-                    "d_tuple_embedding", "reasoning_layers")
-        for key in positive:
-            if getattr(self, key) < 1:
-                raise TpreproError(f"{where}.{key}: must be a positive integer, got {getattr(self, key)}")
+        check_positive(self, where, "d_model", "n_heads", "n_encoder_layers", "n_decoder_layers", "d_ff",
+                       "max_positions", "n_roles", "d_role")
         if not 0.0 <= self.dropout < 1.0:
             raise TpreproError(f"{where}.dropout: must be in [0, 1), got {self.dropout}")
         if self.binding == "discrete_role" and self.d_role * self.n_heads != self.d_model:
             raise TpreproError(f"{where}.d_role: {self.d_role} * n_heads={self.n_heads} must equal "
                                f"d_model={self.d_model} for the discrete_role binding (R ⊙ F)")
-        if not 0.0 < self.act_epsilon < 1.0:
-            raise TpreproError(f"{where}.act_epsilon: must be in (0, 1), got {self.act_epsilon}")
-        if self.ponder_weight < 0:
-            raise TpreproError(f"{where}.ponder_weight: must be >= 0, got {self.ponder_weight}")
-        if not self.selection_temperature > 0:
-            raise TpreproError(f"{where}.selection_temperature: must be > 0, got {self.selection_temperature}")
-        if not isinstance(self.mask_padding, bool):
-            raise TpreproError(f"{where}.mask_padding: expected bool, got {self.mask_padding!r}")
+        if self.family is not None:
+            self.family.validate(where)
         return self
-
-
-def stored_model_config(values: dict) -> ModelConfig:
-    """The ModelConfig an exported model stored; an init stored under an old name gets its new one
-    (the init only shapes the starting weights, which the stored weights replace)."""
-    values = dict(values)
-    values["init"] = RENAMED_INITS.get(values.get("init"), values.get("init", ModelConfig.init))
-    return ModelConfig(**values)
 
 
 # ---- size blocks the presets beside each model share ----------------------------------------------

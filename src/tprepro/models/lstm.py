@@ -26,7 +26,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from tprepro.errors import TpreproError
-from tprepro.models.config import NO_BINDING, ModelConfig
+from tprepro.models.config import NO_BINDING, ModelConfig, check_positive
 from tprepro.models.registry import register_arch, register_preset
 
 
@@ -38,7 +38,18 @@ class LSTMCache:
     length: int = 0
 
 
-@register_arch("lstm", settings=("lstm_hidden", "lstm_layers"))
+@dataclass
+class LSTMConfig:
+    """The lstm arch's own settings (cfg.family)."""
+
+    lstm_hidden: int = 2048  # hidden units of the encoder and decoder LSTMs
+    lstm_layers: int = 1  # stacked LSTM layers in encoder and decoder
+
+    def validate(self, where: str) -> None:
+        check_positive(self, where, "lstm_hidden", "lstm_layers")
+
+
+@register_arch("lstm", family=LSTMConfig)
 class LSTMSeq2Seq(nn.Module):
     supports_cache = True
 
@@ -49,7 +60,7 @@ class LSTMSeq2Seq(nn.Module):
                                "Saxton et al. state no initialisation")
         self.cfg = cfg
         self.pad_id = pad_id
-        hidden, layers = cfg.lstm_hidden, cfg.lstm_layers
+        hidden, layers = cfg.family.lstm_hidden, cfg.family.lstm_layers
         between = cfg.dropout if layers > 1 else 0.0
         self.embedding = nn.Embedding(vocab_size, cfg.d_model)
         self.encoder = nn.LSTM(cfg.d_model, hidden, layers, batch_first=True, dropout=between)
@@ -73,7 +84,7 @@ class LSTMSeq2Seq(nn.Module):
         """Every decoder layer starts from the encoder's output at the last real position; c = 0."""
         last = (~src_mask).sum(dim=1).clamp(min=1) - 1  # [B]
         h = memory[torch.arange(memory.size(0), device=memory.device), last]  # [B, H]
-        h = h[None].expand(self.cfg.lstm_layers, -1, -1).contiguous()  # [L, B, H]
+        h = h[None].expand(self.cfg.family.lstm_layers, -1, -1).contiguous()  # [L, B, H]
         return h, torch.zeros_like(h)
 
     def new_cache(self) -> LSTMCache:

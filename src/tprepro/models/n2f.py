@@ -37,6 +37,7 @@ untrained model); call model.eval() first to switch dropout off.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
@@ -46,7 +47,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from tprepro.experiments.n2f.tuples import ARG_NONE, ARG_PAD, REL_BOS, REL_EOS, REL_PAD
 from tprepro.errors import TpreproError
-from tprepro.models.config import NO_BINDING, ModelConfig
+from tprepro.models.config import NO_BINDING, ModelConfig, check_positive
 from tprepro.models.registry import register_arch, register_preset
 from tprepro.models.tpr_encoder import EncoderOutput, TPREncoder
 from tprepro.models.tuple_decoder import LinearReadout, TupleDecoder, UnbindingReadout
@@ -61,16 +62,40 @@ class TupleLogits(NamedTuple):
     arguments: Tensor  # [B, T, K, n_arguments]
 
 
+@dataclass
+class N2FConfig:
+    """The settings of the N2F archs (cfg.family; the core's d_model is the word-embedding width and
+    its n_roles / d_role are n_R / d_R). Appendix A.1 names."""
+
+    n_fillers: int = 150  # n_F: fillers the TP-N2F encoder soft-selects from (Sec. 3.2.1; paper: 150)
+    d_filler: int = 30  # d_F: filler width; the encoder's TPR T_t has d_T = d_F * d_R entries
+    d_relation: int = 20  # d_Rel: width of the relation unbinding vector r'_rel (Eq. 44)
+    d_argument: int = 10  # d_Arg: width of an unbound argument vector a_i (Eq. 45)
+    d_position: int = 5  # d_Pos: width of a positional unbinding vector p'_i; d_H = d_Arg * d_Rel * d_Pos
+    tuple_arity: int = 2  # K: arguments per relational tuple (MathQA 2, AlgoLisp 3)
+    d_tuple_embedding: int = 128  # width of each relation/argument embedding; decoder input (1 + K) * this
+    lstm_hidden: int = 100  # the LSTM encoder's and decoder's width (one layer, one direction; paper: 100)
+    selection_temperature: float = 0.1  # T of the filler/role soft selection softmax(W h / T) (Eq. 19, 27)
+    reasoning_layers: int = 1  # linear+tanh layers of the Reasoning MLP from T_S to decoder state (A.2.2)
+    mask_padding: bool = True  # the loss skips REL_PAD target tuples; False: they are class-0 targets
+
+    def validate(self, where: str) -> None:
+        check_positive(self, where, "n_fillers", "d_filler", "d_relation", "d_argument", "d_position",
+                       "tuple_arity", "d_tuple_embedding", "lstm_hidden", "reasoning_layers")
+        if not self.selection_temperature > 0:
+            raise TpreproError(f"{where}.selection_temperature: must be > 0, got {self.selection_temperature}")
+
+
 class LSTMEncoder(nn.Module):
     """One-layer, one-direction LSTM over the embedded words (the seq2prog encoder)."""
 
     def __init__(self, cfg: ModelConfig, vocab_size: int, pad_id: int):
         super().__init__()
         self.pad_id = pad_id
-        self.hidden = cfg.lstm_hidden
+        self.hidden = cfg.family.lstm_hidden
         self.embedding = nn.Embedding(vocab_size, cfg.d_model)
         self.dropout = nn.Dropout(cfg.dropout)
-        self.lstm = nn.LSTM(cfg.d_model, cfg.lstm_hidden, batch_first=True)
+        self.lstm = nn.LSTM(cfg.d_model, self.hidden, batch_first=True)
 
     @property
     def d_memory(self) -> int:
@@ -118,27 +143,26 @@ class N2FModel(nn.Module):
         if cfg.init != "pytorch":
             raise TpreproError(f"model.init: arch {cfg.arch} supports only 'pytorch' (got {cfg.init!r}): "
                                "the TP-N2F paper states no initialisation")
-        if cfg.lstm_layers != 1:
-            raise TpreproError(f"model.lstm_layers: arch {cfg.arch} uses one-layer LSTMs (got {cfg.lstm_layers})")
         for key, size, least in (("n_relations", n_relations, REL_EOS + 1), ("n_arguments", n_arguments, ARG_NONE + 1)):
             if size < least:
                 raise TpreproError(f"model.{key}: {size} is fewer than the {least} reserved ids")
         self.cfg = cfg
         self.pad_id = pad_id
-        self.arity = cfg.tuple_arity
+        n2f = cfg.family
+        self.arity = n2f.tuple_arity
         self.kinds = (encoder, decoder)
         self.encoder = TPREncoder(cfg, vocab_size, pad_id) if encoder == "tpr" else LSTMEncoder(cfg, vocab_size, pad_id)
         if decoder == "tpr":
-            d_state = cfg.d_argument * cfg.d_relation * cfg.d_position  # d_H
-            readout = UnbindingReadout(cfg.d_argument, cfg.d_relation, cfg.d_position, cfg.tuple_arity,
+            d_state = n2f.d_argument * n2f.d_relation * n2f.d_position  # d_H
+            readout = UnbindingReadout(n2f.d_argument, n2f.d_relation, n2f.d_position, n2f.tuple_arity,
                                        n_relations, n_arguments)
         else:
-            d_state = cfg.lstm_hidden
-            readout = LinearReadout(d_state, cfg.tuple_arity, n_relations, n_arguments)
-        self.decoder = TupleDecoder(d_state, self.encoder.d_memory, n_relations, n_arguments, cfg.tuple_arity,
-                                    cfg.d_tuple_embedding, readout, cfg.dropout)
+            d_state = n2f.lstm_hidden
+            readout = LinearReadout(d_state, n2f.tuple_arity, n_relations, n_arguments)
+        self.decoder = TupleDecoder(d_state, self.encoder.d_memory, n_relations, n_arguments, n2f.tuple_arity,
+                                    n2f.d_tuple_embedding, readout, cfg.dropout)
         plain = (encoder, decoder) == ("lstm", "lstm")
-        self.reasoning = None if plain else ReasoningMLP(self.encoder.d_summary, d_state, cfg.reasoning_layers)
+        self.reasoning = None if plain else ReasoningMLP(self.encoder.d_summary, d_state, n2f.reasoning_layers)
 
     def encode(self, src: Tensor) -> tuple[EncoderOutput, tuple[Tensor, Tensor], Tensor]:
         """src: [B, S]. Returns (encoder output, decoder initial state (H^0, c^0) [B, d] each,
@@ -174,7 +198,7 @@ class N2FModel(nn.Module):
         arguments = F.cross_entropy(output.arguments.flatten(0, 2), tgt_out[..., 1:].flatten(),
                                     reduction="none").view(tgt_out.shape[:2] + (self.arity,))  # [B, T, K]
         per_tuple = relation + arguments.sum(dim=-1)  # [B, T]
-        if self.cfg.mask_padding:
+        if self.cfg.family.mask_padding:
             real = tgt_out[..., 0] != REL_PAD  # [B, T]
             total = (per_tuple * real).sum()
             count = real.sum()
@@ -214,10 +238,8 @@ class N2FModel(nn.Module):
         return torch.cat(decoded, dim=1)
 
 
-# What the N2F archs read: the TPR encoder/decoder sizes and the LSTM baselines' width (all four share them).
-N2F_SETTINGS = ("lstm_hidden", "lstm_layers", "n_fillers", "n_roles", "d_filler", "d_role", "d_relation", "d_argument",
-                "d_position", "tuple_arity", "d_tuple_embedding", "selection_temperature", "reasoning_layers",
-                "mask_padding")
+# The core settings the N2F archs read beyond CORE_SETTINGS (their own are N2FConfig's).
+N2F_SETTINGS = ("n_roles", "d_role")
 
 
 def _builder(arch: str, encoder: str, decoder: str) -> None:
@@ -225,7 +247,7 @@ def _builder(arch: str, encoder: str, decoder: str) -> None:
         return N2FModel(cfg, vocab_size, pad_id, n_relations, n_arguments, encoder, decoder)
 
     build.__name__ = build.__qualname__ = f"build_{arch}"
-    register_arch(arch, task="n2f", settings=N2F_SETTINGS)(build)
+    register_arch(arch, task="n2f", settings=N2F_SETTINGS, family=N2FConfig)(build)
 
 
 _builder("tp_n2f", "tpr", "tpr")
@@ -239,7 +261,7 @@ _builder("lstm2tp", "lstm", "tpr")
 # MLP; the LSTM baselines (seq2prog = lstm2lstm, tp2lstm, lstm2tp) have hidden size 100, one layer, one
 # direction. The word- and tuple-embedding widths are not stated in the paper: 128, what a public
 # implementation of the paper used. MathQA tuples have 2 arguments, AlgoLisp tuples 3.
-_N2F = dict(init="pytorch", dropout=0.0, lstm_layers=1, selection_temperature=0.1, reasoning_layers=1,
+_N2F = dict(init="pytorch", dropout=0.0, selection_temperature=0.1, reasoning_layers=1,
             mask_padding=True, **NO_BINDING)
 _N2F_PAPER = dict(_N2F, d_model=128, d_tuple_embedding=128, lstm_hidden=100, n_fillers=150, n_roles=50)
 _N2F_DATASETS = {

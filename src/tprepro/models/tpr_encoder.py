@@ -62,14 +62,15 @@ class TPREncoder(nn.Module):
     def __init__(self, cfg: ModelConfig, vocab_size: int, pad_id: int):
         super().__init__()
         self.pad_id = pad_id
-        self.d_filler, self.d_role = cfg.d_filler, cfg.d_role
-        self.d_binding = cfg.d_filler * cfg.d_role  # d_T
+        n2f = cfg.family  # models/n2f.py N2FConfig
+        self.d_filler, self.d_role = n2f.d_filler, cfg.d_role
+        self.d_binding = n2f.d_filler * cfg.d_role  # d_T
         self.embedding = nn.Embedding(vocab_size, cfg.d_model)  # w^t
         self.dropout = nn.Dropout(cfg.dropout)
         self.filler_lstm = nn.LSTMCell(cfg.d_model, self.d_binding)  # Eqs. 13-18
         self.role_lstm = nn.LSTMCell(cfg.d_model, self.d_binding)  # Eqs. 21-26
-        self.filler_selection = SoftSelection(self.d_binding, cfg.n_fillers, cfg.d_filler, cfg.selection_temperature)
-        self.role_selection = SoftSelection(self.d_binding, cfg.n_roles, cfg.d_role, cfg.selection_temperature)
+        self.filler_selection = SoftSelection(self.d_binding, n2f.n_fillers, n2f.d_filler, n2f.selection_temperature)
+        self.role_selection = SoftSelection(self.d_binding, cfg.n_roles, cfg.d_role, n2f.selection_temperature)
         self.filler_probe = nn.Identity()  # [B, S, n_F]
         self.role_probe = nn.Identity()  # [B, S, n_R]
         self.binding_probe = nn.Identity()  # [B, S, d_F, d_R]

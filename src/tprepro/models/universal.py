@@ -15,19 +15,48 @@ the step (1-based), from the same table as the input positions.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import Tensor, nn
 
+from tprepro.errors import TpreproError
 from tprepro.models.act import AdaptiveComputation, StepFn
 from tprepro.models.attention import KVCache
-from tprepro.models.config import NO_BINDING, TINY_SIZES, ModelConfig
+from tprepro.models.config import NO_BINDING, TINY_SIZES, ModelConfig, check_positive
 from tprepro.models.registry import register_arch, register_preset
 from tprepro.models.initialisation import PYTORCH, initialise
 from tprepro.models.transformer import (ATTENTION_SETTINGS, DecoderCache, DecoderLayer, EncoderLayer, InputEmbedding,
                                         sinusoid_table)
 
 
-@register_arch("universal_transformer", settings=(*ATTENTION_SETTINGS, "ut_steps"))
+@dataclass
+class UniversalConfig:
+    """The universal_transformer's own settings (cfg.family)."""
+
+    ut_steps: int = 6  # T: applications of the shared encoder and decoder block
+
+    def validate(self, where: str) -> None:
+        check_positive(self, where, "ut_steps")
+
+
+@dataclass
+class AdaptiveConfig:
+    """The adaptive_universal_transformer's own settings (cfg.family): ACT (act.py)."""
+
+    act_max_steps: int = 24  # most updates per position (Wangperawong: 24)
+    act_epsilon: float = 0.01  # a position halts once its halting probabilities reach 1 - epsilon
+    ponder_weight: float = 0.01  # tau: weight of the mean ponder cost N(t) + R(t) added to the loss
+
+    def validate(self, where: str) -> None:
+        check_positive(self, where, "act_max_steps")
+        if not 0.0 < self.act_epsilon < 1.0:
+            raise TpreproError(f"{where}.act_epsilon: must be in (0, 1), got {self.act_epsilon}")
+        if self.ponder_weight < 0:
+            raise TpreproError(f"{where}.ponder_weight: must be >= 0, got {self.ponder_weight}")
+
+
+@register_arch("universal_transformer", settings=ATTENTION_SETTINGS, family=UniversalConfig)
 class UniversalTransformer(nn.Module):
     """Shared-weight encoder and decoder cells applied `ut_steps` times, with tied embedding E."""
 
@@ -47,7 +76,7 @@ class UniversalTransformer(nn.Module):
 
     @property
     def max_steps(self) -> int:
-        return self.cfg.ut_steps
+        return self.cfg.family.ut_steps
 
     def coordinates(self, n: int, offset: int, length: int) -> Tensor:
         """P^n for positions offset .. offset+length-1 at step n (0-based): [T, D]."""
@@ -55,7 +84,7 @@ class UniversalTransformer(nn.Module):
 
     def recur(self, state: Tensor, active: Tensor, step: StepFn, side: str) -> Tensor:
         """Apply `step` ut_steps times. state [B, T, D] -> [B, T, D]."""
-        for n in range(self.cfg.ut_steps):
+        for n in range(self.max_steps):
             state = step(state, n)
         return state
 
@@ -72,7 +101,7 @@ class UniversalTransformer(nn.Module):
 
     def new_cache(self) -> DecoderCache:
         """One self- and one cross-attention cache per step (the cell is shared, its inputs are not)."""
-        steps = range(self.cfg.ut_steps)
+        steps = range(self.max_steps)
         return DecoderCache([KVCache() for _ in steps], [KVCache() for _ in steps])
 
     def decode(self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor, cache: DecoderCache | None = None) -> Tensor:
@@ -97,8 +126,7 @@ class UniversalTransformer(nn.Module):
         return self.decode(tgt_in, memory, src_mask)
 
 
-@register_arch("adaptive_universal_transformer",
-               settings=(*ATTENTION_SETTINGS, "act_max_steps", "act_epsilon", "ponder_weight"))
+@register_arch("adaptive_universal_transformer", settings=ATTENTION_SETTINGS, family=AdaptiveConfig)
 class AdaptiveUniversalTransformer(UniversalTransformer):
     """The Universal Transformer with per-position ACT in encoder and decoder."""
 
@@ -106,8 +134,9 @@ class AdaptiveUniversalTransformer(UniversalTransformer):
 
     def __init__(self, cfg: ModelConfig, vocab_size: int, pad_id: int):
         super().__init__(cfg, vocab_size, pad_id)
-        self.encoder_act = AdaptiveComputation(cfg.d_model, cfg.act_max_steps, cfg.act_epsilon)
-        self.decoder_act = AdaptiveComputation(cfg.d_model, cfg.act_max_steps, cfg.act_epsilon)
+        act = cfg.family
+        self.encoder_act = AdaptiveComputation(cfg.d_model, act.act_max_steps, act.act_epsilon)
+        self.decoder_act = AdaptiveComputation(cfg.d_model, act.act_max_steps, act.act_epsilon)
         if cfg.init != PYTORCH:  # the halting unit is in neither paper nor the authors' code
             for act in (self.encoder_act, self.decoder_act):
                 nn.init.xavier_uniform_(act.halt.weight)
@@ -116,7 +145,7 @@ class AdaptiveUniversalTransformer(UniversalTransformer):
 
     @property
     def max_steps(self) -> int:
-        return self.cfg.act_max_steps
+        return self.cfg.family.act_max_steps
 
     def recur(self, state: Tensor, active: Tensor, step: StepFn, side: str) -> Tensor:
         act = self.encoder_act if side == "encoder" else self.decoder_act
@@ -129,7 +158,7 @@ class AdaptiveUniversalTransformer(UniversalTransformer):
 
     def auxiliary_loss(self) -> Tensor:
         """tau * (mean ponder cost of the encoder + of the decoder) of the last forward, with its gradient."""
-        return self.cfg.ponder_weight * (self.ponder["encoder"] + self.ponder["decoder"])
+        return self.cfg.family.ponder_weight * (self.ponder["encoder"] + self.ponder["decoder"])
 
 
 # ---- presets: Wangperawong (2018) and tiny UT / AUT --------------------------------------------------

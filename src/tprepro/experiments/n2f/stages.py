@@ -84,9 +84,9 @@ def train_stage(params_path: str, task: str, name: str, seed: int, train_dir: Pa
         raise TpreproError(f"{params_path}: n2f.models: no model {name!r}")
     spec = get_task(task)
     model = model_config(params, name, f"n2f.{task}.models")
-    if model.tuple_arity != spec.arity:
+    if model.family.tuple_arity != spec.arity:
         raise TpreproError(f"{params_path}: n2f.{task}.models.{name}.tuple_arity: {task} tuples have "
-                           f"{spec.arity} arguments, the model {model.tuple_arity}")
+                           f"{spec.arity} arguments, the model {model.family.tuple_arity}")
     config = TrainConfig.from_params({"train": n2f_train(params, task)})
     return train_model(name, seed, model, config, {"train": open_dataset(train_dir)}, vocab_path,
                        out, checkpoints, params["mlflow"]["experiment"], data_settings=settings["data"],

@@ -93,8 +93,7 @@ def train_stage(params_path: str, dataset: str, name: str, data_dir: Path, out: 
 
 def load_summarizer(path: Path, device):
     """The exported model and its subword codec."""
-    from tprepro.models.config import ModelConfig
-    from tprepro.models.registry import build_model
+    from tprepro.models.registry import build_model, stored_model_config
     from tprepro.experiments.summarization.tokenizer import SubwordCodec
     from tprepro.train.checkpoint import load_checkpoint
 
@@ -102,7 +101,7 @@ def load_summarizer(path: Path, device):
     if not (isinstance(state.get("vocab"), dict) and state["vocab"].get("codec") == "sentencepiece"):
         raise TpreproError(f"{path}: not a summarization model (no sentencepiece codec)")
     codec = SubwordCodec.from_state(state["vocab"])
-    model = build_model(ModelConfig(**state["model_config"]), **codec.model_sizes())
+    model = build_model(stored_model_config(state["model_config"]), **codec.model_sizes())
     model.load_state_dict(state["model"])
     return model.to(device).eval(), codec
 
