@@ -105,7 +105,10 @@ def test_a_truncated_store_is_named_and_the_stage_still_writes_its_outputs(proje
 def test_tables_with_the_server_down_write_the_tables_and_exit_0(project, tmp_path):
     copy = shutil.copytree(project / "run", tmp_path / "tables")
     result = tprepro("tables", "--params", project / "params.yaml", "--eval-dir", "eval", "--models-dir", "models",
-                     "--tables-dir", "results/tables", "--figures-dir", "results/figures",
+                     "--table-csv", "results/tables/table1.csv", "--table-md", "results/tables/table1.md",
+                     "--modules-csv", "results/tables/mathematics_modules.csv",
+                     "--figure", "results/figures/mathematics_modules.png",
+                     "--curves", "results/figures/learning_curves.png",
                      "--metrics", "results/metrics.json", cwd=copy, MLFLOW_TRACKING_URI=dead_port_uri())
     assert result.returncode == 0, result.stderr[-3000:]
     assert (copy / "results" / "tables" / "table1.md").is_file()

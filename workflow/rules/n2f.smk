@@ -128,5 +128,6 @@ rule n2f_tables:
         "../envs/torch.yaml"
     shell:
         "tprepro n2f-tables --task {wildcards.task} --eval-dir n2f/eval/{wildcards.task}"
-        " --models-dir n2f/models/{wildcards.task} --tables-dir results/tables --metrics {output.metrics}"
+        " --models-dir n2f/models/{wildcards.task} --table-csv {output.csv} --table-md {output.md}"
+        " --metrics {output.metrics}"
         " > {log} 2>&1"

@@ -30,6 +30,7 @@ rule tables:
     conda:
         "../envs/torch.yaml"
     shell:
-        "tprepro tables --eval-dir results/eval --models-dir models"
-        " --tables-dir results/tables --figures-dir results/figures --metrics {output.metrics}"
+        "tprepro tables --eval-dir results/eval --models-dir models --table-csv {output.table1_csv}"
+        " --table-md {output.table1_md} --metrics {output.metrics} --modules-csv {output.modules}"
+        " --figure {output.figure} --curves {output.curves}"
         " > {log} 2>&1"

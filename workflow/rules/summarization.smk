@@ -120,5 +120,5 @@ rule summarization_tables:
     conda:
         "../envs/torch.yaml"
     shell:
-        "tprepro summarization-tables --eval-dir summarization/eval"
-        " --tables-dir results/tables --metrics {output.metrics} > {log} 2>&1"
+        "tprepro summarization-tables --eval-dir summarization/eval --table-csv {output.csv}"
+        " --table-md {output.md} --metrics {output.metrics} > {log} 2>&1"

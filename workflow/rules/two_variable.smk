@@ -107,6 +107,6 @@ rule two_variable_tables:
     conda:
         "../envs/torch.yaml"
     shell:
-        "tprepro two-variable-tables --eval-dir two_variable/eval"
-        " --models-dir two_variable/models --tables-dir results/tables --figures-dir results/figures"
-        " --metrics {output.metrics} > {log} 2>&1"
+        "tprepro two-variable-tables --eval-dir two_variable/eval --models-dir two_variable/models"
+        " --table-csv {output.csv} --table-md {output.md} --curves {output.curves} --metrics {output.metrics}"
+        " > {log} 2>&1"

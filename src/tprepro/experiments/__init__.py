@@ -86,13 +86,27 @@ def test_arguments(parser: argparse.ArgumentParser, out: str) -> None:
     parser.add_argument("--out", required=True, help=out)
 
 
-def table_arguments(parser: argparse.ArgumentParser, figures: bool = False) -> None:
-    parser.add_argument("--eval-dir", required=True, help="directory of the evaluation CSVs")
-    parser.add_argument("--models-dir", required=True, help="directory of the trained models")
-    parser.add_argument("--tables-dir", required=True, help="directory for the tables (CSV and markdown)")
-    parser.add_argument("--metrics", required=True, help="DVC metrics file (JSON)")
-    if figures:
-        parser.add_argument("--figures-dir", required=True, help="directory for the figures (PNG)")
+# The files every table stage writes: option (without --, dashes as underscores) -> help.
+TABLE_OUTPUTS = {"table_csv": "the table (CSV)", "table_md": "the table with its caption (markdown)",
+                 "metrics": "DVC metrics file (JSON, numbers only)"}
+
+
+def table_arguments(parser: argparse.ArgumentParser, models: bool = True, evals: str = "the evaluation CSVs",
+                    **outputs: str) -> None:
+    """A table stage's inputs (evaluations, and the trained models unless `models` is False) and its
+    output files, each named by the caller: TABLE_OUTPUTS plus `outputs` ({option: help})."""
+    parser.add_argument("--eval-dir", required=True, help=f"directory of {evals}")
+    if models:
+        parser.add_argument("--models-dir", required=True, help="directory of the trained models")
+    for name, help_ in {**TABLE_OUTPUTS, **outputs}.items():
+        parser.add_argument(f"--{name.replace('_', '-')}", required=True, help=help_)
+
+
+def table_outputs(args: argparse.Namespace, *extra: str) -> dict[str, "Path"]:
+    """The output paths `table_arguments` took: {option: Path} for TABLE_OUTPUTS and `extra`."""
+    from pathlib import Path
+
+    return {name: Path(getattr(args, name)) for name in (*TABLE_OUTPUTS, *extra)}
 
 
 def stage(name: str) -> Stage:

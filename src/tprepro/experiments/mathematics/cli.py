@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, PUBLISHING, TRAINING, Experiment, Stage,
-                                 table_arguments)
+                                 table_arguments, table_outputs)
 
 
 def _dirs(paths: list[str]) -> list[Path]:
@@ -78,15 +78,18 @@ def _evaluate(args) -> None:
                    _dirs(args.train), Path(args.out))
 
 
+FIGURES = {"modules_csv": "accuracy per model, module and split (CSV)",
+           "figure": "the per-module accuracy figure (PNG)", "curves": "the learning-curve figure (PNG)"}
+
+
 def _tables_arguments(p) -> None:
-    table_arguments(p, figures=True)
+    table_arguments(p, **FIGURES)
 
 
 def _tables(args) -> None:
     from tprepro.experiments.mathematics.stages import tables_stage
 
-    tables_stage(args.params, Path(args.eval_dir), Path(args.models_dir), Path(args.tables_dir),
-                 Path(args.figures_dir), Path(args.metrics))
+    tables_stage(args.params, Path(args.eval_dir), Path(args.models_dir), table_outputs(args, *FIGURES))
 
 
 def _interpret_arguments(p) -> None:
@@ -139,8 +142,10 @@ EXPERIMENT = Experiment(
               "--out results/eval/tp_transformer_tiny-s0.csv", _evaluate_arguments, _evaluate,
               code=(*EVALUATION, "experiments/mathematics/stages.py", "experiments/mathematics/modules.py")),
         Stage("tables", "assemble Table 1, the per-module table and figure",
-              "tprepro tables --eval-dir results/eval --models-dir models --tables-dir results/tables "
-              "--figures-dir results/figures --metrics results/metrics.json", _tables_arguments, _tables,
+              "tprepro tables --eval-dir results/eval --models-dir models --table-csv results/tables/table1.csv "
+              "--table-md results/tables/table1.md --metrics results/metrics.json --modules-csv "
+              "results/tables/mathematics_modules.csv --figure results/figures/mathematics_modules.png "
+              "--curves results/figures/learning_curves.png", _tables_arguments, _tables,
               code=(*PUBLISHING, "experiments/mathematics/stages.py", "experiments/mathematics/figures.py")),
         Stage("interpret-mathematics", "attention maps, role clusters, head reconstruction and role one-hotness "
               "of one trained model (those its architecture has)",

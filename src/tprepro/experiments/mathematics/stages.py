@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from tprepro.params import TrainConfig, load_params
 from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE
@@ -77,8 +77,9 @@ def evaluate_stage(params_path: str, model_dir: Path, interpolate_dir: Path, ext
         run.finish()
 
 
-def tables_stage(params_path: str, eval_dir: Path, models_dir: Path, tables_dir: Path,
-                 figures_dir: Path, metrics_path: Path) -> None:
+def tables_stage(params_path: str, eval_dir: Path, models_dir: Path, out: Mapping[str, Path]) -> None:
+    """Table 1, the per-module table and figure and the learning curves, written to the paths of
+    `out` (table_csv, table_md, metrics, modules_csv, figure, curves)."""
     from tprepro.experiments.mathematics.figures import module_figure
     from tprepro.report.curves import curve_figure, read_curves
     from tprepro.report.tables import module_table, read_eval, table1, table1_markdown, write_csv
@@ -97,12 +98,12 @@ def tables_stage(params_path: str, eval_dir: Path, models_dir: Path, tables_dir:
     markdown = table1_markdown(table, threshold, len(grid["modules"]), len(grid["extrapolation_modules"]),
                                published_rows(params, grid["models"], "mathematics"), budget)
     writers = {
-        tables_dir / "mathematics_modules.csv": lambda path: write_csv(modules, path),
-        tables_dir / "table1.csv": lambda path: write_csv(table, path),
-        tables_dir / "table1.md": lambda path: path.write_text(markdown, encoding="utf-8"),
-        figures_dir / "mathematics_modules.png": lambda path: module_figure(modules, path),
-        figures_dir / "learning_curves.png": lambda path: curve_figure(
+        out["modules_csv"]: lambda path: write_csv(modules, path),
+        out["table_csv"]: lambda path: write_csv(table, path),
+        out["table_md"]: lambda path: path.write_text(markdown, encoding="utf-8"),
+        out["figure"]: lambda path: module_figure(modules, path),
+        out["curves"]: lambda path: curve_figure(
             curves, path, f"Mathematics Dataset: learning curves on the interpolate split ({budget})"),
     }
-    publish_table(params["mlflow"]["experiment"], "tables", {"stage": "tables"}, table, writers, metrics_path)
+    publish_table(params["mlflow"]["experiment"], "tables", {"stage": "tables"}, table, writers, out["metrics"])
     print(markdown)

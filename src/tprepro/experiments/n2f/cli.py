@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, PUBLISHING, TRAINING, Experiment, Stage,
-                                 table_arguments, test_arguments, train_arguments)
+                                 table_arguments, table_outputs, test_arguments,
+                                 train_arguments)
 from tprepro.experiments.n2f import TASKS
 
 
@@ -59,8 +60,7 @@ def _evaluate(args) -> None:
 def _tables(args) -> None:
     from tprepro.experiments.n2f.stages import tables_stage
 
-    tables_stage(args.params, args.task, Path(args.eval_dir), Path(args.models_dir), Path(args.tables_dir),
-                 Path(args.metrics))
+    tables_stage(args.params, args.task, Path(args.eval_dir), Path(args.models_dir), table_outputs(args))
 
 
 def _interpret(args) -> None:
@@ -93,7 +93,8 @@ EXPERIMENT = Experiment(
               code=(*EVALUATION, "experiments/n2f")),
         Stage("n2f-tables", "the task's table (MathQA: Table 1, AlgoLisp: Table 2)",
               "tprepro n2f-tables --task algolisp --eval-dir n2f/eval/algolisp --models-dir n2f/models/algolisp "
-              "--tables-dir results/tables --metrics results/algolisp_metrics.json",
+              "--table-csv results/tables/algolisp.csv --table-md results/tables/algolisp.md "
+              "--metrics results/algolisp_metrics.json",
               _with_task(table_arguments), _tables, code=(*PUBLISHING, "experiments/n2f")),
         Stage("interpret-n2f", "cluster the TP-N2F decoder's relation unbinding vectors",
               "tprepro interpret-n2f --task algolisp --model-dir n2f/models/algolisp/tp_n2f-s1 "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Mapping
 
 from tprepro.params import TrainConfig, load_params, n2f_train
 from tprepro.data.shards import open_dataset, write_dataset
@@ -134,9 +135,9 @@ def evaluate_stage(params_path: str, task: str, model_dir: Path, test_dir: Path,
         run.finish()
 
 
-def tables_stage(params_path: str, task: str, eval_dir: Path, models_dir: Path, tables_dir: Path,
-                 metrics_path: Path) -> None:
-    """The paper's table of `task` (MathQA: Table 1, AlgoLisp: Table 2), one row per model."""
+def tables_stage(params_path: str, task: str, eval_dir: Path, models_dir: Path, out: Mapping[str, Path]) -> None:
+    """The paper's table of `task` (MathQA: Table 1, AlgoLisp: Table 2), one row per model, written to
+    the paths of `out` (table_csv, table_md, metrics)."""
     from tprepro.report.tables import read_eval, write_csv
 
     params = load_params(params_path)
@@ -150,8 +151,8 @@ def tables_stage(params_path: str, task: str, eval_dir: Path, models_dir: Path, 
     budget = f"{train['steps']} steps of batch {train['batch_size']}"
     markdown = spec.markdown(table, settings["data"], published_rows(params, names, task, f"n2f.{task}.models"),
                              budget)
-    writers = {tables_dir / f"{task}.csv": lambda path: write_csv(table, path),
-               tables_dir / f"{task}.md": lambda path: path.write_text(markdown, encoding="utf-8")}
+    writers = {out["table_csv"]: lambda path: write_csv(table, path),
+               out["table_md"]: lambda path: path.write_text(markdown, encoding="utf-8")}
     publish_table(params["mlflow"]["experiment"], f"{task}/tables", {"stage": "n2f_tables", "task": task}, table,
-                  writers, metrics_path)
+                  writers, out["metrics"])
     print(markdown)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tprepro.experiments import COMMON, EVALUATION, PUBLISHING, TRAINING, Experiment, Stage
+from tprepro.experiments import (COMMON, EVALUATION, PUBLISHING, TRAINING, Experiment, Stage, table_arguments,
+                                 table_outputs)
 
 
 def _corpus(args) -> None:
@@ -34,7 +35,7 @@ def _evaluate(args) -> None:
 def _tables(args) -> None:
     from tprepro.experiments.summarization.stages import tables_stage
 
-    tables_stage(args.params, Path(args.eval_dir), Path(args.tables_dir), Path(args.metrics))
+    tables_stage(args.params, Path(args.eval_dir), table_outputs(args))
 
 
 def _corpus_arguments(p) -> None:
@@ -63,9 +64,7 @@ def _evaluate_arguments(p) -> None:
 
 
 def _tables_arguments(p) -> None:
-    p.add_argument("--eval-dir", required=True, help="directory of the evaluation JSONs (<dataset>/<model>.json)")
-    p.add_argument("--tables-dir", required=True, help="directory for the table (CSV and markdown)")
-    p.add_argument("--metrics", required=True, help="DVC metrics file (JSON)")
+    table_arguments(p, models=False, evals="the evaluation JSONs (<dataset>/<model>.json)")
 
 
 S = "experiments/summarization"
@@ -91,8 +90,9 @@ EXPERIMENT = Experiment(
               _evaluate, code=(*EVALUATION, f"{S}/tokenizer.py", f"{S}/decoding.py", f"{S}/scoring.py",
                                f"{S}/settings.py", f"{S}/stages.py")),
         Stage("summarization-tables", "the summarization table and report",
-              "tprepro summarization-tables --eval-dir summarization/eval --tables-dir results/tables "
-              "--metrics results/summarization_metrics.json", _tables_arguments, _tables,
+              "tprepro summarization-tables --eval-dir summarization/eval --table-csv results/tables/summarization.csv "
+              "--table-md results/tables/summarization.md --metrics results/summarization_metrics.json",
+              _tables_arguments, _tables,
               code=(*PUBLISHING, f"{S}/table.py", f"{S}/stages.py")),
     ),
     models=lambda params: {"summarization.models": list(params["summarization"]["models"])},

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Mapping
 
 from tprepro.params import TrainConfig, load_params
 from tprepro.data.shards import iter_rows, open_dataset
@@ -151,8 +152,9 @@ def evaluate_stage(params_path: str, dataset: str, model_dir: Path, data_dir: Pa
         run.finish()
 
 
-def tables_stage(params_path: str, eval_dir: Path, tables_dir: Path, metrics_path: Path) -> None:
-    """The paper's main table: ROUGE-1/2/L per dataset (columns) and model (rows)."""
+def tables_stage(params_path: str, eval_dir: Path, out: Mapping[str, Path]) -> None:
+    """The paper's main table: ROUGE-1/2/L per dataset (columns) and model (rows), written to the paths
+    of `out` (table_csv, table_md, metrics)."""
     from tprepro.experiments.summarization.table import read_published, summary_markdown, summary_table
     from tprepro.report.tables import write_csv
 
@@ -171,8 +173,8 @@ def tables_stage(params_path: str, eval_dir: Path, tables_dir: Path, metrics_pat
     published = read_published(section["report"]["published"])
     table = summary_table(evals, list(section["models"]), list(section["datasets"]))
     markdown = summary_markdown(table, evals, published, section["report"]["samples"])
-    writers = {tables_dir / "summarization.csv": lambda path: write_csv(table, path),
-               tables_dir / "summarization.md": lambda path: path.write_text(markdown, encoding="utf-8")}
+    writers = {out["table_csv"]: lambda path: write_csv(table, path),
+               out["table_md"]: lambda path: path.write_text(markdown, encoding="utf-8")}
     publish_table(params["mlflow"]["experiment"], f"{RUN_PREFIX}tables", {"stage": "summarization_tables"}, table,
-                  writers, metrics_path)
+                  writers, out["metrics"])
     print(markdown)

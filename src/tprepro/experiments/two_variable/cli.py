@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, PUBLISHING, TRAINING, Experiment, Stage,
-                                 table_arguments, test_arguments, train_arguments)
+                                 table_arguments, table_outputs, test_arguments,
+                                 train_arguments)
 
 
 def _data_arguments(p) -> None:
@@ -35,8 +36,7 @@ def _evaluate(args) -> None:
 def _tables(args) -> None:
     from tprepro.experiments.two_variable.stages import tables_stage
 
-    tables_stage(args.params, Path(args.eval_dir), Path(args.models_dir), Path(args.tables_dir),
-                 Path(args.figures_dir), Path(args.metrics))
+    tables_stage(args.params, Path(args.eval_dir), Path(args.models_dir), table_outputs(args, "curves"))
 
 
 def _interpret(args) -> None:
@@ -66,8 +66,9 @@ EXPERIMENT = Experiment(
               code=(*EVALUATION, "experiments/two_variable/stages.py", "experiments/two_variable/data.py")),
         Stage("two-variable-tables", "the per-type table (Wangperawong, Table 3)",
               "tprepro two-variable-tables --eval-dir two_variable/eval --models-dir two_variable/models "
-              "--tables-dir results/tables --figures-dir results/figures --metrics results/two_variable_metrics.json",
-              lambda p: table_arguments(p, figures=True), _tables,
+              "--table-csv results/tables/two_variable_types.csv --table-md results/tables/two_variable_types.md "
+              "--curves results/figures/two_variable_learning_curves.png --metrics results/two_variable_metrics.json",
+              lambda p: table_arguments(p, curves="the learning-curve figure (PNG)"), _tables,
               code=(*PUBLISHING, "experiments/two_variable/stages.py", "experiments/two_variable/table.py",
                     "experiments/two_variable/data.py")),
         Stage("interpret-two-variable", "attention maps (and ponder maps of an adaptive model) of one model",

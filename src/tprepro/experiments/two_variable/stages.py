@@ -8,6 +8,7 @@ the same dataset-agnostic core as the Mathematics stages (stages.py).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Mapping
 
 from tprepro.params import TrainConfig, load_params, two_variable_train
 from tprepro.data.shards import open_dataset
@@ -77,10 +78,9 @@ def evaluate_stage(params_path: str, model_dir: Path, test_dir: Path, out: Path)
         run.finish()
 
 
-def tables_stage(params_path: str, eval_dir: Path, models_dir: Path, tables_dir: Path, figures_dir: Path,
-                 metrics_path: Path) -> None:
+def tables_stage(params_path: str, eval_dir: Path, models_dir: Path, out: Mapping[str, Path]) -> None:
     """Table 3's shape: accuracy per expression type and overall, plus training wall time, per model;
-    and the models' learning curves."""
+    and the models' learning curves; written to the paths of `out` (table_csv, table_md, metrics, curves)."""
     from tprepro.experiments.two_variable.data import metric_name
     from tprepro.experiments.two_variable.table import type_table, type_table_markdown
     from tprepro.report.curves import curve_figure, read_curves
@@ -98,10 +98,10 @@ def tables_stage(params_path: str, eval_dir: Path, models_dir: Path, tables_dir:
     budget = (f"{train['steps']} steps of batch {train['batch_size']}, "
               f"{params['two_variable']['data']['size']} problems")
     markdown = type_table_markdown(table, published_rows(params, names, "two_variable", MODELS), budget)
-    writers = {tables_dir / "two_variable_types.csv": lambda path: write_csv(table, path),
-               tables_dir / "two_variable_types.md": lambda path: path.write_text(markdown, encoding="utf-8"),
-               figures_dir / "two_variable_learning_curves.png": lambda path: curve_figure(
+    writers = {out["table_csv"]: lambda path: write_csv(table, path),
+               out["table_md"]: lambda path: path.write_text(markdown, encoding="utf-8"),
+               out["curves"]: lambda path: curve_figure(
                    curves, path, f"Two-variable arithmetic: learning curves on the test split ({budget})")}
     publish_table(params["mlflow"]["experiment"], f"{RUN_PREFIX}tables", {"stage": "two_variable_tables"}, table,
-                  writers, metrics_path, metric_name=metric_name)
+                  writers, out["metrics"], metric_name=metric_name)
     print(markdown)
