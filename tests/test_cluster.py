@@ -55,3 +55,13 @@ def test_the_slurm_profile_gives_each_rule_its_cluster_resources(tmp_path):
         == ("big_gpu", "2880", "64000", "8", "2")
     assert resources["evaluate"]["gpu"] == "1" and resources["evaluate"]["slurm_partition"] == "gpu"
     assert "gpu" not in resources["data"] and "slurm_partition" not in resources["data"]
+
+
+def test_a_workstation_run_shows_no_slurm_partition_or_gpu(tmp_path):
+    root = copy_project(tmp_path / "repo")
+    out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "tables"], cwd=root, env=tool_env(),
+                         capture_output=True, text=True)  # the default (workstation) profile
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    lines = re.findall(r"^    resources: (.*)$", out.stdout, re.M)
+    assert lines and not any("slurm_partition" in line or "gpu=" in line for line in lines), lines[:3]
+    assert any("runtime=" in line for line in lines)  # the rest of the cluster settings stay visible

@@ -18,14 +18,32 @@ def module_dirs(data: str, splits, modules) -> list[str]:
     return [f"{data}/{split}/{module}" for split in splits for module in modules]
 
 
-def cluster_resources(params: dict, family: str) -> dict:
-    """SLURM resources of one rule family from params `cluster:` (read by the slurm profile's plugin)."""
+SLURM_EXECUTORS = ("slurm", "slurm-jobstep")  # the plugin submitting jobs, and the one running them
+
+
+def submits_to_slurm(workflow) -> bool:
+    """Whether this Snakemake invocation's jobs go to SLURM: its executor is the slurm plugin, or
+    (a dry run, whose executor is "dryrun") a job limit is set, as the slurm profile does."""
+    plugin = workflow.executor_plugin
+    name = getattr(plugin, "name", None)
+    return name in SLURM_EXECUTORS or (name == "dryrun" and workflow.nodes is not None)
+
+
+def cluster_resources(params: dict, family: str, workflow) -> dict:
+    """SLURM resources of one rule family from params `cluster:` (read by the slurm profile's plugin).
+
+    The partition and GPUs are callables Snakemake evaluates once it has chosen its executor: on a
+    workstation they are None, so its job listing shows no SLURM partition or GPU request."""
     job = params["cluster"][family]
     resources = {"runtime": job["runtime"], "mem_mb": job["mem_mb"], "cpus_per_task": job["cpus"]}
+
+    def on_slurm(value):
+        return lambda wildcards: value if submits_to_slurm(workflow) else None
+
     if job["partition"]:
-        resources["slurm_partition"] = job["partition"]
+        resources["slurm_partition"] = on_slurm(job["partition"])
     if job["gpus"]:
-        resources["gpu"] = job["gpus"]
+        resources["gpu"] = on_slurm(job["gpus"])
     return resources
 
 

@@ -12,7 +12,7 @@ rule data:
         "logs/data/{split}/{module}.log",
     threads: 1
     resources:
-        **cluster_resources(P, "data"),
+        **cluster_resources(P, "data", workflow),
     conda:
         "../envs/generate.yaml"
     shell:
@@ -32,7 +32,7 @@ rule vocab:
     log:
         "logs/vocab.log",
     resources:
-        **cluster_resources(P, "vocab"),
+        **cluster_resources(P, "vocab", workflow),
     conda:
         "../envs/torch.yaml"
     shell:

@@ -20,7 +20,7 @@ rule evaluate:
     log:
         "logs/evaluate/{model}-s{seed}.log",
     resources:
-        **cluster_resources(P, "evaluate"),
+        **cluster_resources(P, "evaluate", workflow),
     conda:
         "../envs/torch.yaml"
     shell:

@@ -25,7 +25,7 @@ rule interpret_mathematics:
     log:
         "logs/interpret/mathematics/{run}.log",
     resources:
-        **cluster_resources(P, "tables"),
+        **cluster_resources(P, "tables", workflow),
     conda:
         "../envs/torch.yaml"
     shell:
@@ -50,7 +50,7 @@ rule interpret_reconstruction:
     log:
         "logs/interpret/head_reconstruction.log",
     resources:
-        **cluster_resources(P, "tables"),
+        **cluster_resources(P, "tables", workflow),
     conda:
         "../envs/torch.yaml"
     shell:
@@ -74,7 +74,7 @@ rule interpret_two_variable:
     log:
         "logs/interpret/two_variable/{run}.log",
     resources:
-        **cluster_resources(P, "tables"),
+        **cluster_resources(P, "tables", workflow),
     conda:
         "../envs/torch.yaml"
     shell:
@@ -98,7 +98,7 @@ rule interpret_n2f:
     log:
         "logs/interpret/n2f/{task}.log",
     resources:
-        **cluster_resources(P, "tables"),
+        **cluster_resources(P, "tables", workflow),
     conda:
         "../envs/torch.yaml"
     shell:

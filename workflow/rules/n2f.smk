@@ -28,7 +28,7 @@ rule n2f_data:
     log:
         "logs/n2f/{task}/data.log",
     resources:
-        **cluster_resources(P, "data"),
+        **cluster_resources(P, "data", workflow),
     conda:
         "../envs/torch.yaml"
     shell:
@@ -48,7 +48,7 @@ rule n2f_quality:
     log:
         "logs/n2f/{task}/quality.log",
     resources:
-        **cluster_resources(P, "tables"),
+        **cluster_resources(P, "tables", workflow),
     conda:
         "../envs/torch.yaml"
     shell:
@@ -74,7 +74,7 @@ rule n2f_train:
     threads: max(1, N2F_TRAIN["threads"])
     retries: N2F_TRAIN["max_requeues"]
     resources:
-        **cluster_resources(P, "train"),
+        **cluster_resources(P, "train", workflow),
     conda:
         "../envs/torch.yaml"
     shell:
@@ -98,7 +98,7 @@ rule n2f_evaluate:
     log:
         "logs/n2f/{task}/evaluate/{run}.log",
     resources:
-        **cluster_resources(P, "evaluate"),
+        **cluster_resources(P, "evaluate", workflow),
     conda:
         "../envs/torch.yaml"
     shell:
@@ -123,7 +123,7 @@ rule n2f_tables:
     log:
         "logs/n2f/{task}/tables.log",
     resources:
-        **cluster_resources(P, "tables"),
+        **cluster_resources(P, "tables", workflow),
     conda:
         "../envs/torch.yaml"
     shell:

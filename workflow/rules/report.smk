@@ -26,7 +26,7 @@ rule tables:
     log:
         "logs/tables.log",
     resources:
-        **cluster_resources(P, "tables"),
+        **cluster_resources(P, "tables", workflow),
     conda:
         "../envs/torch.yaml"
     shell:

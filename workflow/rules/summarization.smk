@@ -20,7 +20,7 @@ rule summarization_corpus:
     log:
         "logs/summarization/corpus.log",
     resources:
-        **cluster_resources(P, "data"),
+        **cluster_resources(P, "data", workflow),
     conda:
         "../envs/torch.yaml"
     shell:
@@ -43,7 +43,7 @@ rule summarization_data:
     log:
         "logs/summarization/data/{dataset}.log",
     resources:
-        **cluster_resources(P, "data"),
+        **cluster_resources(P, "data", workflow),
     conda:
         "../envs/torch.yaml"
     shell:
@@ -70,7 +70,7 @@ rule summarization_train:
     threads: max(1, SUM_TRAIN["threads"])
     retries: SUM_TRAIN["max_requeues"]
     resources:
-        **cluster_resources(P, "train"),
+        **cluster_resources(P, "train", workflow),
     conda:
         "../envs/torch.yaml"
     shell:
@@ -92,7 +92,7 @@ rule summarization_evaluate:
     log:
         "logs/summarization/evaluate/{dataset}/{model}.log",
     resources:
-        **cluster_resources(P, "evaluate"),
+        **cluster_resources(P, "evaluate", workflow),
     conda:
         "../envs/torch.yaml"
     shell:
@@ -116,7 +116,7 @@ rule summarization_tables:
     log:
         "logs/summarization/tables.log",
     resources:
-        **cluster_resources(P, "tables"),
+        **cluster_resources(P, "tables", workflow),
     conda:
         "../envs/torch.yaml"
     shell:

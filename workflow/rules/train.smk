@@ -28,7 +28,7 @@ rule train:
     threads: max(1, P["train"]["threads"])
     retries: P["train"]["max_requeues"]
     resources:
-        **cluster_resources(P, "train"),
+        **cluster_resources(P, "train", workflow),
     conda:
         "../envs/torch.yaml"
     shell:

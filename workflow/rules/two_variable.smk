@@ -24,7 +24,7 @@ rule two_variable_data:
     log:
         "logs/two_variable/data.log",
     resources:
-        **cluster_resources(P, "data"),
+        **cluster_resources(P, "data", workflow),
     conda:
         "../envs/torch.yaml"
     shell:
@@ -52,7 +52,7 @@ rule two_variable_train:
     threads: max(1, TV_TRAIN["threads"])
     retries: TV_TRAIN["max_requeues"]
     resources:
-        **cluster_resources(P, "train"),
+        **cluster_resources(P, "train", workflow),
     conda:
         "../envs/torch.yaml"
     shell:
@@ -75,7 +75,7 @@ rule two_variable_evaluate:
     log:
         "logs/two_variable/evaluate/{run}.log",
     resources:
-        **cluster_resources(P, "evaluate"),
+        **cluster_resources(P, "evaluate", workflow),
     conda:
         "../envs/torch.yaml"
     shell:
@@ -103,7 +103,7 @@ rule two_variable_tables:
     log:
         "logs/two_variable/tables.log",
     resources:
-        **cluster_resources(P, "tables"),
+        **cluster_resources(P, "tables", workflow),
     conda:
         "../envs/torch.yaml"
     shell:
