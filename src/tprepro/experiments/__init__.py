@@ -95,6 +95,19 @@ def table_arguments(parser: argparse.ArgumentParser, figures: bool = False) -> N
         parser.add_argument("--figures-dir", required=True, help="directory for the figures (PNG)")
 
 
+def mlflow_experiment(params: dict, name: str):
+    """Experiment `name`'s MLflow experiment: `<mlflow.prefix>-<name>` (dashes), described by its title."""
+    from tprepro.tracking import Experiment as Tracked
+
+    experiment = experiments()[name]
+    description = (f"**{experiment.title}**\n\nOne run per trained model and seed (params, step metrics, "
+                   f"evaluation per module, datasets, the model under Artifacts > model), children of one "
+                   f"`pipeline` run per invocation; the tables run holds the tables and figures under "
+                   f"Artifacts > results. Made by tprepro.")
+    settings = params["mlflow"]
+    return Tracked(f"{settings['prefix']}-{name.replace('_', '-')}", description, settings["log_models"])
+
+
 def stage(name: str) -> Stage:
     """The stage behind `tprepro <name>`."""
     for experiment in experiments().values():

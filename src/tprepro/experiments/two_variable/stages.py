@@ -12,6 +12,7 @@ from pathlib import Path
 from tprepro.params import TrainConfig, load_params, two_variable_train
 from tprepro.data.shards import open_dataset
 from tprepro.errors import TpreproError
+from tprepro.experiments import mlflow_experiment
 from tprepro.pipeline import (MODEL_FILE, heldout_settings, model_config, publish_table, published_rows,
                               read_train_metrics, train_model, training_run, training_summaries, write_evaluation)
 
@@ -45,7 +46,7 @@ def train_stage(params_path: str, name: str, seed: int, train_dir: Path, vocab_p
     heldout = heldout_settings(params, [open_dataset(heldout_dir)], seed, train)
     return train_model(name, seed, model_config(params, name, MODELS), TrainConfig.from_params(
                            {"train": train}), {"train": open_dataset(train_dir)}, vocab_path, out, checkpoints,
-                       params["mlflow"]["experiment"], data_settings=section["data"], run_prefix=RUN_PREFIX,
+                       mlflow_experiment(params, "two_variable"), data_settings=section["data"], run_prefix=RUN_PREFIX,
                        heldout=heldout)
 
 
@@ -72,7 +73,7 @@ def evaluate_stage(params_path: str, model_dir: Path, test_dir: Path, out: Path)
                        settings["max_answer_length"])
         rows.append({"model": summary["model"], "seed": summary["seed"], **result})
         print(f"{label:<4} {result['accuracy']:.3f} (n={result['n']})")
-    with training_run(params["mlflow"]["experiment"], summary) as run:  # FAILED if a write fails
+    with training_run(mlflow_experiment(params, "two_variable"), summary) as run:  # FAILED if a write fails
         write_evaluation(rows, out, run, summary["steps"], METRIC_NAMES.__getitem__)
         run.finish()
 
@@ -102,6 +103,7 @@ def tables_stage(params_path: str, eval_dir: Path, models_dir: Path, tables_dir:
                tables_dir / "two_variable_types.md": lambda path: path.write_text(markdown, encoding="utf-8"),
                figures_dir / "two_variable_learning_curves.png": lambda path: curve_figure(
                    curves, path, f"Two-variable arithmetic: learning curves on the test split ({budget})")}
-    publish_table(params["mlflow"]["experiment"], f"{RUN_PREFIX}tables", {"stage": "two_variable_tables"}, table,
+    publish_table(mlflow_experiment(params, "two_variable"), f"{RUN_PREFIX}tables",
+                  {"stage": "two_variable_tables"}, table,
                   writers, metrics_path, metric_name=metric_name)
     print(markdown)
