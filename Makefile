@@ -14,7 +14,7 @@ export TPREPRO_GENERATE_PYTHON := $(abspath $(GEN))/bin/python
 
 .PHONY: install system-deps run test test-fast bench clean
 
-install: $(VENV)/.installed $(GEN)/.installed
+install: $(VENV)/.installed $(GEN)/.installed .dvc/offline_plots.html
 
 # torch is pinned (==2.13.0) in pyproject.toml: pip takes the CPU build from local disk.
 $(VENV)/.installed: pyproject.toml
@@ -22,6 +22,10 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test]'
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps $(ALGOLISP_ORACLE)
 	touch $@
+
+# `dvc plots show` draws offline: .dvc/config names this page, which carries the Vega libraries.
+.dvc/offline_plots.html: $(VENV)/.installed
+	$(BIN)/tprepro plots-template --out $@
 
 $(GEN)/.installed: requirements/generate.txt pyproject.toml
 	$(PYTHON) -m venv $(GEN)

@@ -115,6 +115,11 @@ def copy_project(dest: Path) -> Path:
     return dest
 
 
+def experiment_name(params: dict, experiment: str = "mathematics") -> str:
+    """The MLflow experiment holding `experiment`'s runs under `params`."""
+    return f"{params['mlflow']['prefix']}-{experiment.replace('_', '-')}"
+
+
 def tool_env(**extra) -> dict:
     """The environment for pipeline subprocesses: this interpreter's venv first on PATH."""
     import os
@@ -126,6 +131,32 @@ def tool_env(**extra) -> dict:
     env.pop("TPREPRO_PARAMS", None)  # each test project reads its own params.yaml
     env.update(extra)
     return env
+
+
+SCREENSHOTS = REPO / "results" / "screenshots"  # git-ignored; what a user would see, for a reviewer
+
+
+def chromium(url: str, profile: Path, screenshot: str | None = None, budget_ms: int = 30000,
+             offline: bool = False) -> str:
+    """The DOM of `url` after headless Chromium ran its scripts for `budget_ms` (virtual time);
+    with `screenshot`, also saved as results/screenshots/<screenshot>.png (1400x900); `offline`:
+    no host name resolves (a page that needs the network shows it)."""
+    import shutil
+    import subprocess
+
+    binary = shutil.which("chromium")
+    assert binary, "chromium missing: run `make system-deps` (apt-get install chromium)"
+    command = [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+               "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
+               f"--virtual-time-budget={budget_ms}", "--window-size=1400,900"]
+    if offline:
+        command.append("--host-resolver-rules=MAP * ~NOTFOUND")
+    dom = subprocess.run([*command, "--dump-dom", url], capture_output=True, text=True, timeout=180).stdout
+    if screenshot:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        subprocess.run([*command, f"--screenshot={SCREENSHOTS / screenshot}.png", url], capture_output=True,
+                       timeout=180, check=True)
+    return dom
 
 
 def padded_batch(vocab: int, pad: int, seed: int = 0):

@@ -1,16 +1,20 @@
 """`dvc plots show` draws what the files hold: accuracy on the quantitative axis of the bar charts,
-the learning curves as held-out exact match over steps, with every row of data in the spec."""
+the learning curves as held-out exact match over steps, with every row of data in the spec; and
+its page renders offline (headless Chromium with every host unresolvable draws SVG marks)."""
 
 import json
+import re
 import subprocess
 import sys
 
 import pandas as pd
+import pytest
 
-from helpers import copy_project, tool_env
+from helpers import chromium, copy_project, tool_env
 
 
-def test_dvc_plots_have_data_on_the_right_axes(tmp_path):
+def plots_project(tmp_path):
+    """A copy of the project holding one model's evaluation and learning curve (no pipeline run)."""
     root = copy_project(tmp_path / "repo")
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)
     evaluation = pd.DataFrame({"model": "transformer", "seed": 1, "module": ["numbers__place_value", "comparison__pair"],
@@ -22,7 +26,11 @@ def test_dvc_plots_have_data_on_the_right_axes(tmp_path):
     curve.parent.mkdir(parents=True)
     pd.DataFrame({"step": [500, 1000, 1500], "heldout_loss": [2.0, 1.5, 1.2], "heldout_exact_match": [0.1, 0.3, 0.5],
                   "n": 64}).to_csv(curve, index=False)
+    return root
 
+
+def test_dvc_plots_have_data_on_the_right_axes(tmp_path):
+    root = plots_project(tmp_path)
     shown = subprocess.run([sys.executable, "-m", "dvc", "plots", "show", "--json"], cwd=root, env=tool_env(),
                            capture_output=True, text=True, timeout=300)
     plots = json.loads(shown.stdout)["data"]  # the runs not written here are reported as missing files
@@ -43,3 +51,20 @@ def test_dvc_plots_have_data_on_the_right_axes(tmp_path):
     y_fields = {layer["encoding"]["y"]["field"] for layer in lines["layer"] if "y" in layer.get("encoding", {})}
     assert y_fields == {"heldout_exact_match"}
     assert [float(row["heldout_exact_match"]) for row in lines["data"]["values"]] == [0.1, 0.3, 0.5]
+
+
+@pytest.mark.slow  # dvc and Chromium subprocesses
+def test_dvc_plots_page_draws_its_charts_offline(tmp_path):
+    root = plots_project(tmp_path)
+    assert (root / ".dvc" / "offline_plots.html").is_file(), "run `make install` (tprepro plots-template)"
+    shown = subprocess.run([sys.executable, "-m", "dvc", "plots", "show"], cwd=root, env=tool_env(),
+                           capture_output=True, text=True, timeout=300)
+    page = root / "dvc_plots" / "index.html"
+    assert page.is_file(), shown.stderr[-3000:]
+    assert "cdn.jsdelivr" not in page.read_text()
+    dom = chromium(page.as_uri(), tmp_path / "profile", screenshot="dvc_plots", offline=True)
+    charts = re.findall(r'<svg[^>]*class="marks".*?</svg>', dom, flags=re.S)
+    marks = sorted(len(re.findall(r'role="graphics-symbol"', chart)) for chart in charts)
+    # the plots of the runs not written here are empty; the three written are drawn: two bar
+    # charts of 2 bars and the learning curve (its line, and the points the template adds)
+    assert len([count for count in marks if count >= 2]) == 3, marks

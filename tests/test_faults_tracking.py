@@ -120,12 +120,12 @@ def test_tables_with_the_server_down_write_the_tables_and_exit_0(project, tmp_pa
 
 
 SNAKEFILE = """
-P = {{"mlflow": {{"experiment": "faults"}}}}
+P = {{"mlflow": {{"prefix": "faults", "log_models": True}}}}
 include: "{rules}/mlflow.smk"
 
 rule all:
     output: "env.txt"
-    shell: "echo $TPREPRO_MLFLOW_PARENT_RUN_ID $MLFLOW_TRACKING_URI > {{output}}"
+    shell: "echo $TPREPRO_INVOCATION $MLFLOW_TRACKING_URI > {{output}}"
 """
 
 
@@ -137,10 +137,15 @@ def test_snakemake_starts_with_the_server_down_and_tracks_locally(tmp_path):
                             timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stderr.count("WARNING: MLflow tracking server") == 1
-    parent, uri = (tmp_path / "env.txt").read_text().split()
+    invocation, uri = (tmp_path / "env.txt").read_text().split()
     assert uri == f"sqlite:///{tmp_path / 'mlflow.db'}"
-    with sqlite3.connect(tmp_path / "mlflow.db") as conn:
-        assert conn.execute("SELECT status FROM runs WHERE run_uuid = ?", (parent,)).fetchone() == ("FINISHED",)
+    with sqlite3.connect(tmp_path / "mlflow.db") as conn:  # one parent per experiment, in the local store
+        parents = conn.execute("SELECT e.name, r.lifecycle_stage FROM runs r JOIN tags t ON t.run_uuid = r.run_uuid"
+                               " JOIN experiments e ON e.experiment_id = r.experiment_id"
+                               " WHERE t.key = 'tprepro.invocation' AND t.value = ?", (invocation,)).fetchall()
+    # no job tracked anything, so the parents are removed at the end rather than left empty
+    assert sorted(parents) == [(f"faults-{name}", "deleted") for name in ("mathematics", "n2f", "summarization",
+                                                                           "two-variable")]
 
 
 @pytest.mark.slow  # pipeline subprocesses

@@ -252,7 +252,7 @@ def test_diverging_train_command_exits_2_naming_step_and_loss(tmp_path):
 
 
 REQUEUE_SNAKEFILE = """
-P = {{"mlflow": {{"experiment": "requeue"}}}}
+P = {{"mlflow": {{"prefix": "requeue", "log_models": True}}}}
 include: "{rules}/mlflow.smk"
 
 TRAIN = ("tprepro train --params {ws}/params.yaml --seed 1 --train {ws}/data/train-easy --vocab {ws}/vocab.json"

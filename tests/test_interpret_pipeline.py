@@ -3,6 +3,7 @@ disk and as MLflow artifacts of the analysed training runs (slow: a few dozen se
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -35,9 +36,10 @@ def artifacts(root: Path, model_dir: Path) -> set[str]:
     summary = json.loads((model_dir / "train_metrics.json").read_text())
     client = MlflowClient(tracking_uri=f"sqlite:///{root / 'mlflow.db'}")
     found, folders = set(), ["interpret"]
-    while folders:
-        for item in client.list_artifacts(summary["mlflow_run_id"], folders.pop()):
-            (folders.append(item.path) if item.is_dir else found.add(item.path))
+    with contextlib.chdir(root):  # artifact locations are project-relative
+        while folders:
+            for item in client.list_artifacts(summary["mlflow_run_id"], folders.pop()):
+                (folders.append(item.path) if item.is_dir else found.add(item.path))
     return found
 
 

@@ -16,7 +16,7 @@ import urllib.request
 
 import pytest
 
-from helpers import copy_project, tool_env, write_params
+from helpers import chromium, copy_project, experiment_name, tool_env, write_params
 from test_pipeline import micro_params
 from training_project import make_workspace, start_training, summary
 
@@ -101,7 +101,7 @@ def tags(run: dict) -> dict[str, str]:
 
 def test_every_job_logs_to_the_server_as_a_child_of_one_parent_run(pipeline):
     server, root, params = pipeline
-    runs = runs_by_name(server, params["mlflow"]["experiment"])
+    runs = runs_by_name(server, experiment_name(params))
     assert {"pipeline", "transformer-s1", "tp_transformer-s1", "tables"} <= set(runs)
     parent = runs.pop("pipeline")  # the only parent: every other run of the invocation is its child
     assert parent["info"]["status"] == "FINISHED"
@@ -121,22 +121,54 @@ def test_every_job_logs_to_the_server_as_a_child_of_one_parent_run(pipeline):
     assert {"results/table1.md", "results/table1.csv", "results/metrics.json"} <= {f["path"] for f in tables}
 
 
+def experiment_id(server: Server, name: str) -> str:
+    return server.api("experiments/get-by-name", experiment_name=name)["experiment"]["experiment_id"]
+
+
+TRAINING_VIEW = "workflowType=machine_learning"  # in the URLs the jobs print (MLflow 3.17 lands on GenAI otherwise)
+
+
 def test_the_ui_runs_page_shows_the_pipeline_runs(pipeline, tmp_path):
     server, _, params = pipeline
-    chromium = shutil.which("chromium")
-    assert chromium, "chromium missing: run `make system-deps` (apt-get install chromium)"
-    experiment_id = server.api("experiments/get-by-name",
-                               experiment_name=params["mlflow"]["experiment"])["experiment"]["experiment_id"]
     names = ("pipeline", "transformer-s1", "tp_transformer-s1", "tables")
     # Sorted by name, the table lists child runs flat instead of folded under their parent.
-    url = f"{server.uri}/#/experiments/{experiment_id}/runs?orderByKey=attributes.run_name&orderByAsc=true"
-    dom = subprocess.run(
-        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path}",
-         "--virtual-time-budget=30000", "--dump-dom", url],
-        capture_output=True, text=True, timeout=180).stdout
+    url = (f"{server.uri}/#/experiments/{experiment_id(server, experiment_name(params))}/runs"
+           f"?orderByKey=attributes.run_name&orderByAsc=true&{TRAINING_VIEW}")
+    dom = chromium(url, tmp_path, screenshot="mlflow_runs")
     for name in names:
         assert f">{name}<" in dom, name
+
+
+def test_the_ui_lists_one_described_experiment_per_paper(pipeline, tmp_path):
+    server, _, params = pipeline
+    expected = [experiment_name(params, name) for name in ("mathematics", "two_variable", "n2f")]
+    experiments = {e["name"]: e for e in server.api("experiments/search", {"max_results": 100})["experiments"]}
+    for name in expected:
+        experiment_tags = {t["key"]: t["value"] for t in experiments[name].get("tags", [])}
+        assert experiment_tags["mlflow.experimentKind"] == "custom_model_development", name
+        assert experiment_tags["mlflow.note.content"].startswith("**"), name
+    dom = chromium(f"{server.uri}/#/experiments?{TRAINING_VIEW}", tmp_path, screenshot="mlflow_experiments")
+    for name in expected:
+        assert f">{name}<" in dom, name
+    # an experiment's page, as the jobs' log lines link it, opens on its runs (the training view)
+    landing = chromium(f"{server.uri}/#/experiments/{experiment_id(server, expected[0])}?{TRAINING_VIEW}", tmp_path)
+    assert "<title>Runs - Experiment" in landing and "Schlag et al." in landing
+
+
+def test_a_training_run_page_shows_its_model_datasets_and_log(pipeline, tmp_path):
+    server, _, params = pipeline
+    run = runs_by_name(server, experiment_name(params))["tp_transformer-s1"]
+    run_id = run["info"]["run_id"]
+    logged = {f["path"] for f in server.api("artifacts/list", run_id=run_id, path="model")["files"]}
+    assert logged == {"model/model.pt", "model/train_metrics.json"}
+    assert [f["path"] for f in server.api("artifacts/list", run_id=run_id, path="logs")["files"]] == [
+        "logs/tp_transformer-s1.log"]
+    inputs = server.api("runs/get", run_id=run_id)["run"]["inputs"]["dataset_inputs"]
+    assert {i["dataset"]["name"].split("/")[0] for i in inputs} == {"train-easy", "train-medium", "train-hard"}
+    url = (f"{server.uri}/#/experiments/{run['info']['experiment_id']}/runs/{run_id}/artifacts/model/model.pt"
+           f"?{TRAINING_VIEW}")
+    dom = chromium(url, tmp_path, screenshot="mlflow_run_model")
+    assert "model/model.pt" in dom
 
 
 def test_training_falls_back_to_the_local_store_when_the_server_dies(tmp_path):

@@ -9,7 +9,8 @@ import sys
 import pandas as pd
 import pytest
 
-from helpers import copy_project, load_default_params, micro_n2f, micro_two_variable, tool_env, write_params
+from helpers import (copy_project, load_default_params, micro_n2f, micro_two_variable, tool_env,
+                     write_params, experiment_name)
 
 pytestmark = pytest.mark.slow
 TASKS = ("mathqa", "algolisp")
@@ -54,7 +55,7 @@ def check_mlflow(root, params) -> None:
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(f"sqlite:///{root / 'mlflow.db'}")
-    experiment = client.get_experiment_by_name(params["mlflow"]["experiment"])
+    experiment = client.get_experiment_by_name(experiment_name(params, "n2f"))
     runs = {r.info.run_name: r for r in client.search_runs([experiment.experiment_id])}
     for task in TASKS:
         assert {f"{task}/quality", f"{task}/tables"} <= runs.keys()

@@ -3,6 +3,7 @@
 A micro configuration (2 modules, 1 extrapolation module, a few steps) keeps each run short.
 """
 
+import contextlib
 import json
 import re
 import subprocess
@@ -12,7 +13,7 @@ import pandas as pd
 import pytest
 
 from helpers import (copy_project, load_default_params, micro_n2f, micro_summarization, micro_two_variable, tool_env,
-                     write_params)
+                     write_params, experiment_name)
 
 pytestmark = pytest.mark.slow
 
@@ -72,10 +73,17 @@ def check_results(root, params) -> None:
 
 
 def check_mlflow(root, params) -> None:
+    """The runs in the project's local store, read from the project folder (artifact locations
+    are project-relative, as for `mlflow ui` started there)."""
+    with contextlib.chdir(root):
+        _check_mlflow(root, params)
+
+
+def _check_mlflow(root, params) -> None:
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=f"sqlite:///{root / 'mlflow.db'}")
-    experiment = client.get_experiment_by_name(params["mlflow"]["experiment"])
+    experiment = client.get_experiment_by_name(experiment_name(params))
     runs = client.search_runs([experiment.experiment_id])
     names = {r.info.run_name for r in runs}
     assert {"transformer-s1", "tp_transformer-s1", "tables"} <= names
@@ -91,6 +99,28 @@ def check_mlflow(root, params) -> None:
     assert "tp_transformer.interpolation_acc" in tables_run.data.metrics
     artifacts = {a.path for a in client.list_artifacts(tables_run.info.run_id, "results")}
     assert "results/table1.md" in artifacts
+    assert [a.path for a in client.list_artifacts(tables_run.info.run_id, "logs")] == ["logs/tables.log"]
+
+    # the experiment: described, a training experiment, its artifacts inside the project (relative)
+    assert experiment.tags["mlflow.note.content"].startswith("**Schlag et al.")
+    assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
+    assert experiment.artifact_location == f"mlartifacts/{experiment.experiment_id}"
+    run_dir = root / "mlartifacts" / experiment.experiment_id / train_run.info.run_id / "artifacts"
+    assert (run_dir / "model" / "model.pt").read_bytes() == (root / "models/tp_transformer-s1/model.pt").read_bytes()
+    assert {a.path for a in client.list_artifacts(train_run.info.run_id, "model")} == {
+        "model/model.pt", "model/train_metrics.json"}
+    assert (run_dir / "logs" / "tp_transformer-s1.log").is_file()
+    inputs = {d.dataset.name: d.dataset for d in train_run.inputs.dataset_inputs}
+    assert set(inputs) == {f"{split}/{module}" for split in ("train-easy", "train-medium", "train-hard")
+                           for module in params["grid"]["modules"]}
+    some = sorted(inputs)[0]
+    assert json.loads(inputs[some].source)["uri"] == f"data/mathematics/{some}"
+    assert json.loads(inputs[some].profile)["sha256"].startswith(inputs[some].digest)
+    parent = client.get_run(train_run.data.tags["mlflow.parentRunId"])
+    assert parent.info.run_name == "pipeline" and parent.info.status == "FINISHED"
+
+    # each experiment its own MLflow experiment: nothing of the others' runs here
+    assert not any(name.startswith(("two_variable/", "algolisp/")) for name in names)
 
 
 @pytest.fixture()

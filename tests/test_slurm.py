@@ -97,11 +97,13 @@ def runs(tmp_path_factory, slurm_conf, generate_python):
     return {"params": params, "cluster": cluster, "local": local, "jobs": jobs, "env": env}
 
 
-def train_runs(root: Path, experiment: str) -> dict:
+def train_runs(root: Path, params: dict) -> dict:
+    """Training run name -> tags, over the MLflow experiments of every experiment of `params`."""
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=f"sqlite:///{root / 'mlflow.db'}")
-    runs = client.search_runs([client.get_experiment_by_name(experiment).experiment_id])
+    ids = [e.experiment_id for e in client.search_experiments() if e.name.startswith(params["mlflow"]["prefix"] + "-")]
+    runs = client.search_runs(ids)
     return {r.info.run_name: r.data.tags for r in runs if r.data.tags.get("stage") == "train"}
 
 
@@ -115,7 +117,7 @@ def test_every_stage_ran_as_a_slurm_job(runs):
 
 def test_training_jobs_were_slurm_jobs_with_a_gpu(runs):
     params, jobs = runs["params"], runs["jobs"]
-    tags = train_runs(runs["cluster"], params["mlflow"]["experiment"])
+    tags = train_runs(runs["cluster"], params)
     assert set(tags) == train_run_names(params)
     train_jobs = {job_id for job_id, job in jobs.items() if job["rule"] in ("train", "n2f_train")}
     assert {t["slurm.job_id"] for t in tags.values()} == train_jobs
@@ -125,7 +127,7 @@ def test_training_jobs_were_slurm_jobs_with_a_gpu(runs):
     for job in jobs.values():
         gpu_requested = "TresPerJob=gres:gpu:1" in job["scontrol"]
         assert gpu_requested == (job["rule"] in GPU_RULES), job["scontrol"]
-    local_tags = train_runs(runs["local"], params["mlflow"]["experiment"])
+    local_tags = train_runs(runs["local"], params)
     assert not any(k.startswith("slurm.") for t in local_tags.values() for k in t)
 
 

@@ -6,7 +6,7 @@ import json
 import pandas as pd
 import pytest
 
-from helpers import copy_project, load_default_params, micro_summarization, write_params
+from helpers import copy_project, load_default_params, micro_summarization, write_params, experiment_name
 from test_two_variable_pipeline import snakemake
 
 pytestmark = pytest.mark.slow
@@ -38,7 +38,7 @@ def test_summarization_table_from_snakemake(tmp_path):
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=f"sqlite:///{root / 'mlflow.db'}")
-    experiment = client.get_experiment_by_name(params["mlflow"]["experiment"])
+    experiment = client.get_experiment_by_name(experiment_name(params, "summarization"))
     runs = {r.info.run_name: r for r in client.search_runs([experiment.experiment_id])}
     expected_runs = {"summarization/xsum/tpt_d-s1", "summarization/wikihow/transformer-s1", "summarization/tables"}
     assert expected_runs <= runs.keys()

@@ -1,5 +1,6 @@
 """The two-variable experiment end to end through Snakemake on a temporary copy (micro settings)."""
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -9,7 +10,8 @@ import pytest
 
 from tprepro.experiments.two_variable.data import TYPES
 
-from helpers import copy_project, load_default_params, micro_n2f, micro_two_variable, tool_env, write_params
+from helpers import (copy_project, load_default_params, micro_n2f, micro_two_variable, tool_env,
+                     write_params, experiment_name)
 
 pytestmark = pytest.mark.slow
 TARGET = "two_variable_tables"
@@ -52,14 +54,15 @@ def test_two_variable_table_from_snakemake(tmp_path):
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=f"sqlite:///{root / 'mlflow.db'}")
-    experiment = client.get_experiment_by_name(params["mlflow"]["experiment"])
+    experiment = client.get_experiment_by_name(experiment_name(params, "two_variable"))
     runs = {r.info.run_name: r for r in client.search_runs([experiment.experiment_id])}
     assert {f"two_variable/{m}-s{s}" for m in models for s in (1, 2)} <= runs.keys()
     assert "heldout_exact_match" in runs["two_variable/ut-s2"].data.metrics
     assert "acc.test.a_times_b" in runs["two_variable/aut-s1"].data.metrics
     tables_run = runs["two_variable/tables"]
     assert "ut.a_plus_b" in tables_run.data.metrics
-    artifacts = {a.path for a in client.list_artifacts(tables_run.info.run_id, "results")}
+    with contextlib.chdir(root):  # artifact locations are project-relative
+        artifacts = {a.path for a in client.list_artifacts(tables_run.info.run_id, "results")}
     assert {"results/two_variable_types.md", "results/two_variable_types.csv"} <= artifacts
 
     assert "Nothing to be done" in snakemake(root, TARGET, "-n")

@@ -10,7 +10,7 @@ import json
 import pandas as pd
 import pytest
 
-from helpers import copy_project, write_params
+from helpers import copy_project, write_params, experiment_name
 from test_pipeline import micro_params, snakemake
 
 pytestmark = pytest.mark.slow
@@ -55,7 +55,7 @@ def test_every_variant_through_snakemake(tmp_path, generate_python):
     assert 0.0 <= sharpness["role_sharpness"] <= 1.0 and sharpness["role_distributions"] > 0
 
     client = MlflowClient(tracking_uri=f"sqlite:///{root / 'mlflow.db'}")
-    experiment = client.get_experiment_by_name(params["mlflow"]["experiment"])
+    experiment = client.get_experiment_by_name(experiment_name(params))
     runs = {r.info.run_name: r for r in client.search_runs([experiment.experiment_id])}
     assert runs["tpt_d-s1"].data.metrics["role_sharpness"] == pytest.approx(sharpness["role_sharpness"])
     for sublayer, layer in sharpness["per_layer"].items():  # enc0.self, ..., dec1.cross

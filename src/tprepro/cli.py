@@ -41,6 +41,14 @@ def cmd_models(args) -> None:
         print()
 
 
+def cmd_plots_template(args) -> None:
+    from pathlib import Path
+
+    from tprepro.report.offline_plots import write_template
+
+    print(f"offline plots template (Vega, Vega-Lite, vega-embed inline) -> {write_template(Path(args.out))}")
+
+
 def cmd_predict(args) -> None:
     from pathlib import Path
 
@@ -84,6 +92,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-length", type=int, default=64, help="answer characters (N2F: tuples) at most (default 64)")
     p.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
     p.set_defaults(func=cmd_predict, data_parallel=None)
+
+    p = sub.add_parser("plots-template", help="write the offline page template `dvc plots show` uses",
+                       epilog="example:\n  tprepro plots-template  # .dvc/offline_plots.html, named in .dvc/config",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", default=".dvc/offline_plots.html", help="where to write it (default: %(default)s)")
+    p.set_defaults(func=cmd_plots_template, data_parallel=None)
 
     p = sub.add_parser("models", help="every architecture preset with its parameter count")
     p.add_argument("--vocab-size", type=int, default=72, help="the paper's 72 symbols by default")

@@ -66,12 +66,14 @@ def heldout_settings(params: dict, datasets: Sequence[Dataset], seed: int, train
 
 
 def train_model(name: str, seed: int, model, config: TrainConfig, datasets: dict[str, Dataset], vocab_path: Path,
-                out: Path, checkpoints: Path, experiment: str, data_settings: dict, run_prefix: str = "",
+                out: Path, checkpoints: Path, experiment, data_settings: dict, run_prefix: str = "",
                 codec=None, heldout=None) -> dict:
     """Train `model` (a ModelConfig) on `datasets` ({label: Dataset}); write model.pt and train_metrics.json.
 
     The dataset-agnostic core of every training stage: MLflow run `<run_prefix><name>-s<seed>`
-    in `experiment`, resumable from `checkpoints/checkpoint.pt`. `codec` turns rows into
+    in `experiment` (a tracking.Experiment; with its `log_models`, model.pt and train_metrics.json
+    become the run's artifacts under model/, the job's log file under logs/), resumable from
+    `checkpoints/checkpoint.pt`. `codec` turns rows into
     batches: by default the character vocabulary at `vocab_path`. With `heldout` (an
     evaluate.curves.HeldOut) its rows are scored at every checkpoint: the learning curve,
     logged as step metrics and written to `out/learning_curve.csv`.
@@ -83,7 +85,7 @@ def train_model(name: str, seed: int, model, config: TrainConfig, datasets: dict
     from tprepro.evaluate.curves import CURVE_FILE, LearningCurve
     from tprepro.models.registry import arch_settings
     from tprepro.evaluate.roles import RoleSharpnessCallback, has_discrete_roles
-    from tprepro.tracking import MLflowCallback, job_environment_tags
+    from tprepro.tracking import DatasetRecord, MLflowCallback, as_experiment, job_environment_tags
     from tprepro.train.callbacks import ProgressBar
     from tprepro.train.distributed import World
     from tprepro.train.trainer import Trainer, TrainJob
@@ -105,6 +107,8 @@ def train_model(name: str, seed: int, model, config: TrainConfig, datasets: dict
         tags={"stage": "train", "model": name, "seed": seed, "mlflow.note.content": run_description(
                   name, seed, model, config, datasets),
               **{f"data.{key}": value for key, value in hashes.items()}, **job_environment_tags()},
+        datasets={label: DatasetRecord(str(ds.directory), hashes[label], ds.rows, len(ds.files))
+                  for label, ds in datasets.items()},
     )
     finished = finished_run(out, job)
     if finished is not None:
@@ -134,10 +138,24 @@ def train_model(name: str, seed: int, model, config: TrainConfig, datasets: dict
     summary.update(model=name, seed=seed, mlflow_run_id=job.extra.get("mlflow_run_id"),
                    mlflow_tracking_uri=job.extra.get("mlflow_tracking_uri"),
                    checkpoint=str(checkpoints / "checkpoint.pt"))
+    atomic_write_text(out / TRAIN_METRICS, json.dumps(summary, indent=2, sort_keys=True) + "\n")
     if logger.run is not None:
         logger.run.set_tag("model_path", out / MODEL_FILE)
-    atomic_write_text(out / TRAIN_METRICS, json.dumps(summary, indent=2, sort_keys=True) + "\n")
+        log_outputs(logger.run, [out / MODEL_FILE, out / TRAIN_METRICS] if as_experiment(experiment).log_models
+                    else [], "model")
     return summary
+
+
+def log_outputs(run, paths: Sequence[Path], artifact_path: str) -> None:
+    """`paths` as artifacts of `run` under `artifact_path`, and the stage's log file (its redirected
+    output, if any) under logs/: what a user opens from the run's page."""
+    from tprepro.tracking import log_file
+
+    for path in paths:
+        run.log_artifact(path, artifact_path)
+    log = log_file()
+    if log is not None:
+        run.log_artifact(log, "logs")
 
 
 def run_description(name: str, seed: int, model, config: TrainConfig, datasets: Mapping[str, Dataset]) -> str:
@@ -165,7 +183,7 @@ def finished_run(out: Path, job) -> dict | None:
     return summary if done else None
 
 
-def training_run(experiment: str, summary: dict):
+def training_run(experiment, summary: dict):
     """The training job's MLflow run (from its train_metrics.json), reopened for evaluation results."""
     from tprepro.tracking import Run
 
@@ -230,25 +248,30 @@ def read_train_metrics(model_dir: Path) -> dict:
 
 
 
-def publish_table(experiment: str, run_name: str, tags: dict, table, writers: Mapping[Path, Callable[[Path], None]],
-                  metrics_path: Path, metric_name: Callable[[str], str] = str) -> None:
-    """Publish one experiment's results: every file in `writers` ({path: write(path)}) and the DVC
-    metrics file (numeric columns of `table` per model) are replaced together or not at all; then
-    the numbers are logged to an MLflow run `run_name` with the files as artifacts, and the
-    invocation's parent run is closed (DVC has no end-of-pipeline hook)."""
-    from tprepro.report.tables import write_metrics
+def publish_table(experiment, run_name: str, tags: dict, table, markdown: str, out: Mapping[str, Path],
+                  extra: Mapping[Path, Callable[[Path], None]] | None = None,
+                  metric_name: Callable[[str], str] = str) -> None:
+    """Publish one experiment's table: `table` as CSV (out["table_csv"]), `markdown` as written
+    (out["table_md"]) and as an HTML page (out["table_html"], for the Snakemake report), the DVC
+    metrics file (numeric columns per model, out["metrics"]) and every file of `extra`
+    ({path: write(path)}: figures, further tables) are replaced together or not at all. Then the
+    numbers go to an MLflow run `run_name` with the files (and the stage's log) as artifacts, and
+    the invocation's parent run in `experiment` is closed (DVC has no end-of-pipeline hook)."""
+    from tprepro.report.html import markdown_page
+    from tprepro.report.tables import write_csv, write_metrics
     from tprepro.tracking import Run, finish_parent_run
 
-    paths = [*writers, metrics_path]
-    with atomic_files({str(path): path for path in paths}) as temporary:
+    writers = {out["table_csv"]: lambda path: write_csv(table, path),
+               out["table_md"]: lambda path: path.write_text(markdown, encoding="utf-8"),
+               out["table_html"]: lambda path: path.write_text(markdown_page(markdown, run_name), encoding="utf-8"),
+               out["metrics"]: lambda path: write_metrics(table, path), **(extra or {})}
+    with atomic_files({str(path): path for path in writers}) as temporary:
         for path, write in writers.items():
             write(temporary[str(path)])
-        write_metrics(table, temporary[str(metrics_path)])
     run = Run(experiment, run_name, tags=tags)
     run.log_metrics({f"{row['model']}.{metric_name(key)}": value for row in table.to_dict("records")
                      for key, value in row.items()
                      if key != "model" and isinstance(value, (int, float)) and value == value})  # no NaN
-    for path in paths:
-        run.log_artifact(path, "results")
+    log_outputs(run, list(writers), "results")
     run.finish()
     finish_parent_run(experiment)

@@ -5,11 +5,17 @@ in the directory the pipeline runs from and both git-ignored; `mlflow ui
 --backend-store-uri sqlite:///mlflow.db` shows them. Parallel jobs share the
 store, so creating it and the experiment happens under a file lock.
 
-Runs of one pipeline invocation are children of one parent run. Snakemake's
-`onstart:` creates it and exports its id as TPREPRO_MLFLOW_PARENT_RUN_ID
-(workflow/rules/mlflow.smk). Without that variable (DVC, a stage by hand), a
-job looks up or creates the parent of its invocation, keyed by its process
-group: all stages of one `dvc repro` share it, and the tables stage closes it.
+Each experiment (Mathematics, two-variable, N2F, summarization) has its own MLflow
+experiment, `<mlflow.prefix>-<name>`, created with its description, the training view as
+its landing page and a project-relative artifact location (`mlartifacts/<id>`, so a
+moved project keeps its artifacts; `mlflow ui` is started from the project folder).
+
+Runs of one pipeline invocation are children of one parent run per experiment, found by
+the invocation's key (tag `tprepro.invocation`): Snakemake's `onstart:` exports a fresh
+key (TPREPRO_INVOCATION, workflow/rules/mlflow.smk), creates the parents and closes them
+at the end, deleting those that got no child. Without Snakemake (DVC, a stage by hand)
+the key is the process group, a job creates its experiment's parent when it is the first,
+and the experiment's tables stage closes it.
 
 With a server, requests give up after a few quick retries (the MLFLOW_HTTP_*
 defaults below; the environment overrides them) and a run then falls back to
@@ -27,26 +33,43 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import socket
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 from tprepro.train.callbacks import Callback
+from tprepro.train.requeue import INVOCATION_ENV
 
 DEFAULT_DB = "mlflow.db"
 DEFAULT_ARTIFACTS = "mlartifacts"
-PARENT_ENV = "TPREPRO_MLFLOW_PARENT_RUN_ID"
 INVOCATION_TAG = "tprepro.invocation"
+# MLflow 3 lands on a GenAI overview unless the experiment says it holds model training.
+EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}
 # A down server costs seconds, not MLflow's default minutes of retries.
 SERVER_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
                    "MLFLOW_HTTP_REQUEST_TIMEOUT": "15"}
 
 
 PORTABLE_LOCAL_URI = f"sqlite:///{DEFAULT_DB}"  # what checkpoints record for the local store
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """An MLflow experiment as the pipeline creates it."""
+
+    name: str  # e.g. "tprepro-mathematics"
+    description: str = ""  # markdown, shown above the experiment's runs
+    log_models: bool = True  # training runs keep model.pt and train_metrics.json as artifacts under model/
+
+
+def as_experiment(experiment: "str | Experiment") -> Experiment:
+    return experiment if isinstance(experiment, Experiment) else Experiment(experiment)
 
 
 def local_uri() -> str:
@@ -99,25 +122,49 @@ def _store_lock() -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def client_and_experiment(experiment: str, uri: str | None = None):
+def client_and_experiment(experiment: str | Experiment, uri: str | None = None):
     """An MlflowClient for `uri` (default `tracking_uri()`) and the id of `experiment` (created if new)."""
     from mlflow.tracking import MlflowClient
 
     for key, value in SERVER_DEFAULTS.items():
         os.environ.setdefault(key, value)
+    experiment = as_experiment(experiment)
     uri = uri or tracking_uri()
     local = uri.startswith("sqlite:")
     with _store_lock() if local else contextlib.nullcontext():
         client = MlflowClient(tracking_uri=uri)
-        found = client.get_experiment_by_name(experiment)
+        found = client.get_experiment_by_name(experiment.name)
         if found is not None:
             return client, found.experiment_id
-        artifacts = Path(DEFAULT_ARTIFACTS).resolve().as_uri() if local else None
-        return client, client.create_experiment(experiment, artifact_location=artifacts)
+        tags = dict(EXPERIMENT_KIND)
+        if experiment.description:
+            tags["mlflow.note.content"] = experiment.description
+        experiment_id = client.create_experiment(experiment.name, tags=tags)
+        if local:
+            _relative_artifact_location(uri, experiment_id)
+        return client, experiment_id
+
+
+def _relative_artifact_location(uri: str, experiment_id: str) -> None:
+    """Store the local experiment's artifact location as `mlartifacts/<id>`, relative to the project.
+
+    MLflow makes every local artifact location absolute when it creates an experiment and has no
+    call to change it, so the row is updated in the store's own table (under the store lock).
+    """
+    import sqlite3
+
+    location = f"{DEFAULT_ARTIFACTS}/{experiment_id}"
+    with contextlib.closing(sqlite3.connect(describe_store(uri), timeout=60)) as db, db:
+        db.execute("UPDATE experiments SET artifact_location = ? WHERE experiment_id = ?",
+                   (location, int(experiment_id)))
 
 
 def invocation_key() -> str:
-    """This pipeline invocation without Snakemake: host, process group and its leader's start time."""
+    """This pipeline invocation: the key Snakemake's onstart exported, else host, process group and
+    the group leader's start time (all stages of one `dvc repro` share it)."""
+    exported = os.environ.get(INVOCATION_ENV)
+    if exported:
+        return exported
     group = os.getpgrp()
     try:
         started = Path(f"/proc/{group}/stat").read_text().rsplit(")", 1)[1].split()[19]
@@ -126,63 +173,82 @@ def invocation_key() -> str:
     return f"{socket.gethostname()}:{group}:{started}"
 
 
-def parent_run_id(client, experiment_id: str) -> str:
-    """The parent run of this invocation: $TPREPRO_MLFLOW_PARENT_RUN_ID, else the one keyed by process group."""
-    exported = os.environ.get(PARENT_ENV)
-    if exported:
-        return exported
-    key = invocation_key()
-    found = client.search_runs([experiment_id], filter_string=f"tags.`{INVOCATION_TAG}` = '{key}'",
+def _find_parent(client, experiment_id: str):
+    found = client.search_runs([experiment_id], filter_string=f"tags.`{INVOCATION_TAG}` = '{invocation_key()}'",
                                max_results=1)
-    if found:
-        return found[0].info.run_id
-    return client.create_run(experiment_id, run_name="pipeline",
-                             tags={INVOCATION_TAG: key, "git_commit": git_commit()}).info.run_id
+    return found[0] if found else None
 
 
-def start_parent_run(experiment: str, name: str) -> str | None:
-    """A parent run for one pipeline invocation (Snakemake's onstart); returns its id.
+def parent_run_id(client, experiment_id: str) -> str:
+    """The parent run of this invocation in the experiment, created by the first job that asks
+    (under the store lock when local: parallel jobs find one parent)."""
+    local = client.tracking_uri.startswith("sqlite:")
+    with _store_lock() if local else contextlib.nullcontext():
+        found = _find_parent(client, experiment_id)
+        if found is not None:
+            return found.info.run_id
+        return client.create_run(experiment_id, run_name="pipeline",
+                                 tags={INVOCATION_TAG: invocation_key(), **source_tags()}).info.run_id
 
-    A server that does not answer: one warning, the local store for this run and (through
-    MLFLOW_TRACKING_URI) every job of the invocation. A store that fails otherwise: one
-    warning naming it and None (no parent run; jobs then report their own tracking trouble).
+
+def start_parent_runs(experiments: list[Experiment]) -> None:
+    """Snakemake's onstart: this invocation's parent run in each experiment.
+
+    A server that does not answer: one warning and the local store for the whole invocation
+    (through MLFLOW_TRACKING_URI, which every job inherits). A store that fails otherwise: one
+    warning naming it; the jobs then report their own tracking trouble.
     """
     uri = tracking_uri()
     try:
-        client, experiment_id = client_and_experiment(experiment, uri)
-        return client.create_run(experiment_id, run_name=name, tags={"git_commit": git_commit()}).info.run_id
+        for experiment in experiments:
+            client, experiment_id = client_and_experiment(experiment, uri)
+            parent_run_id(client, experiment_id)
     except Exception as exc:
         if not server_unreachable(uri, exc):
             warn(f"MLflow store {describe_store(uri)} failed ({_first_line(exc)}); the pipeline runs "
-                 f"without a parent run")
-            return None
+                 f"without parent runs")
+            return
         warn(f"MLflow tracking server {uri} unreachable ({_first_line(exc)}); this invocation tracks "
              f"into the local store {describe_store(local_uri())}")
         os.environ["MLFLOW_TRACKING_URI"] = local_uri()
-        return start_parent_run(experiment, name)
+        start_parent_runs(experiments)
 
 
-def finish_parent_run(experiment: str, run_id: str | None = None, status: str = "FINISHED") -> None:
-    """Close the parent run: `run_id`, or the one keyed by this invocation if it exists (DVC's tables stage).
+def finish_parent_run(experiment: str | Experiment, status: str = "FINISHED", owner: bool = False) -> None:
+    """Close this invocation's parent run in `experiment` (deleted if no run became its child).
 
-    Without `run_id` under Snakemake (the parent exported), nothing happens: `onsuccess:` closes it.
+    Called by Snakemake's onsuccess/onerror (`owner`) and by each experiment's tables stage; under
+    Snakemake (its key exported) a stage leaves the parent open, as later jobs may still add to it.
     A store that fails (server down, corrupt database) costs one warning, never the stage.
     """
-    if run_id is None and os.environ.get(PARENT_ENV):
+    if not owner and os.environ.get(INVOCATION_ENV):
         return
     uri = tracking_uri()
+    run_id = None
     try:
         client, experiment_id = client_and_experiment(experiment, uri)
-        if run_id is None:
-            found = client.search_runs([experiment_id], max_results=1,
-                                       filter_string=f"tags.`{INVOCATION_TAG}` = '{invocation_key()}'")
-            if not found:
-                return
-            run_id = found[0].info.run_id
-        client.set_terminated(run_id, status)
+        found = _find_parent(client, experiment_id)
+        if found is None:
+            return
+        run_id = found.info.run_id
+        children = client.search_runs([experiment_id], filter_string=f"tags.`mlflow.parentRunId` = '{run_id}'",
+                                      max_results=1)
+        if children:
+            client.set_terminated(run_id, status)
+        else:
+            client.delete_run(run_id)
     except Exception as exc:
         warn(f"MLflow store {describe_store(uri)}: could not end the pipeline's parent run "
-             f"{run_id or ''} ({_first_line(exc)}); its outputs are unaffected")
+             f"{run_id or ''} in '{as_experiment(experiment).name}' ({_first_line(exc)}); its outputs are unaffected")
+
+
+def log_file() -> Path | None:
+    """The file this process's output goes to (a stage's `> {log} 2>&1`), None for a terminal or pipe."""
+    try:
+        target = Path(os.readlink("/proc/self/fd/1"))
+    except OSError:
+        return None
+    return target if target.is_file() else None
 
 
 def git_commit() -> str:
@@ -235,6 +301,16 @@ def flatten(prefix: str, value) -> dict[str, str]:
     return {prefix: str(value)}
 
 
+@dataclass(frozen=True)
+class DatasetRecord:
+    """A dataset as a run's input: where it is and the digest of its shards' bytes."""
+
+    source: str  # the dataset directory, as the stage was given it
+    digest: str  # data.shards.Dataset.fingerprint()
+    rows: int
+    shards: int
+
+
 class Run:
     """One MLflow run, created new or reopened by id (a resumed job continues its run).
 
@@ -245,8 +321,8 @@ class Run:
     `uri` and `run_id` then name the local run.
     """
 
-    def __init__(self, experiment: str, name: str, run_id: str | None = None, tags: dict | None = None,
-                 tracking_uri: str | None = None):
+    def __init__(self, experiment: str | Experiment, name: str, run_id: str | None = None,
+                 tags: dict | None = None, tracking_uri: str | None = None):
         self.experiment = experiment
         self.name = name
         self.uri = resolve_uri(tracking_uri)
@@ -268,6 +344,7 @@ class Run:
         from mlflow.entities import RunTag
 
         self.client, experiment_id = client_and_experiment(self.experiment, self.uri)
+        self.experiment_id = experiment_id
         if run_id is None:
             parent = parent_run_id(self.client, experiment_id)
             tags = {**self.tags, **({"mlflow.parentRunId": parent} if parent else {})}
@@ -314,6 +391,14 @@ class Run:
         except Exception as exc:
             self._recover(exc)  # a fallback replays the journal, this call included
 
+    @property
+    def url(self) -> str:
+        """Where a user finds this run: its page on a server, else the page `mlflow ui` serves."""
+        page = f"#/experiments/{self.experiment_id}/runs/{self.run_id}?workflowType=machine_learning"  # the training view
+        if self.uri.startswith("sqlite:"):
+            return f"page {page} of `mlflow ui --backend-store-uri {portable_uri(self.uri)}`"
+        return f"{self.uri.rstrip('/')}/{page}"
+
     def logged_steps(self, key: str) -> set[int]:
         """Steps at which `key` is already logged in this run (empty if the store cannot say)."""
         if self.disabled or self.run_id is None:
@@ -338,6 +423,18 @@ class Run:
         items = [Metric(k, float(v), now, step) for k, v in metrics.items()]
         for start in range(0, len(items), 1000):
             self._call("log_batch", items[start : start + 1000])
+
+    def log_datasets(self, datasets: dict[str, "DatasetRecord"], context: str = "training") -> None:
+        """The datasets a run read, as MLflow dataset inputs (the run page's Datasets panel)."""
+        from mlflow.entities import Dataset, DatasetInput, InputTag
+
+        inputs = [DatasetInput(Dataset(name=label, digest=record.digest[:36], source_type="local",  # MLflow's limit
+                                       source=json.dumps({"uri": record.source}),
+                                       profile=json.dumps({"num_rows": record.rows, "shards": record.shards,
+                                                           "sha256": record.digest})),
+                               tags=[InputTag("mlflow.data.context", context)])
+                  for label, record in datasets.items()]
+        self._call("log_inputs", inputs)
 
     def set_tag(self, key: str, value) -> None:
         self._call("set_tag", key, str(value))
@@ -364,9 +461,11 @@ class MLflowCallback(Callback):
     resumed job continues the same run, also after a fallback to the local store.
     """
 
-    def __init__(self, experiment: str, params: dict, tags: dict):
+    def __init__(self, experiment: str | Experiment, params: dict, tags: dict,
+                 datasets: dict[str, DatasetRecord] | None = None):
         self.experiment = experiment
         self.params = params
+        self.datasets = datasets or {}
         self.tags = tags
         self.run: Run | None = None
         self.extra: dict = {}
@@ -377,10 +476,12 @@ class MLflowCallback(Callback):
         self.run = Run(self.experiment, trainer.name, run_id=run_id, tags=self.tags,
                        tracking_uri=self.extra.get("mlflow_tracking_uri"))
         if self.run.run_id is not None:
-            print(f"[{trainer.name}] MLflow run {self.run.run_id} in experiment '{self.experiment}' "
-                  f"({describe_store(self.run.uri)})", file=sys.stderr, flush=True)
+            print(f"[{trainer.name}] MLflow run {self.run.run_id} in experiment "
+                  f"'{as_experiment(self.experiment).name}' ({describe_store(self.run.uri)}): {self.run.url}",
+                  file=sys.stderr, flush=True)
         if self.run.run_id != run_id:  # a new run (or a fallback from the one being resumed)
             self.run.log_params(self.params)
+            self.run.log_datasets(self.datasets)
             self.logged: set[int] = set()
         else:  # steps past the checkpoint that the interrupted attempt already logged
             self.logged = {s for s in self.run.logged_steps("loss") if s > trainer.step}

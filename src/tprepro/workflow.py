@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-_OWNED_ENV = "TPREPRO_MLFLOW_PARENT_OWNED"  # set when this invocation created the parent run
+_OWNED_ENV = "TPREPRO_MLFLOW_PARENT_OWNED"  # set when this invocation opened the parent runs
 
 
 def parent(path: str) -> str:
@@ -47,27 +47,29 @@ def cluster_resources(params: dict, family: str, workflow) -> dict:
     return resources
 
 
-def start_pipeline_run(experiment: str) -> None:
-    """Snakemake's onstart: export the invocation's id (training jobs requeue only on preemption,
-    train/requeue.py) and one MLflow parent run per invocation, its id exported to every job (local
-    jobs and SLURM's --export=ALL inherit both). An id already exported (an outer invocation) is
-    kept; a tracking server that does not answer means the local store (one warning)."""
+def start_pipeline_run(params: dict) -> None:
+    """Snakemake's onstart: export the invocation's key (training jobs requeue only on preemption,
+    train/requeue.py; MLflow runs find their parent by it) and open its parent run in every
+    experiment's MLflow experiment (local jobs and SLURM's --export=ALL inherit the key). A key
+    already exported (an outer invocation) is kept, and that invocation closes the parents."""
     import uuid
 
-    from tprepro.tracking import PARENT_ENV, start_parent_run
+    from tprepro.experiments import experiments, mlflow_experiment
+    from tprepro.tracking import start_parent_runs
     from tprepro.train.requeue import INVOCATION_ENV
 
-    os.environ.setdefault(INVOCATION_ENV, uuid.uuid4().hex)
-    if not os.environ.get(PARENT_ENV):
-        parent = start_parent_run(experiment, "pipeline")
-        if parent:
-            os.environ[PARENT_ENV] = parent
-            os.environ[_OWNED_ENV] = "1"
+    if os.environ.get(INVOCATION_ENV):
+        return
+    os.environ[INVOCATION_ENV] = uuid.uuid4().hex
+    os.environ[_OWNED_ENV] = "1"
+    start_parent_runs([mlflow_experiment(params, name) for name in experiments()])
 
 
-def end_pipeline_run(experiment: str, status: str = "FINISHED") -> None:
-    """Snakemake's onsuccess/onerror: close the parent run if this invocation started it."""
-    from tprepro.tracking import PARENT_ENV, finish_parent_run
+def end_pipeline_run(params: dict, status: str = "FINISHED") -> None:
+    """Snakemake's onsuccess/onerror: close the parent runs if this invocation opened them."""
+    from tprepro.experiments import experiments, mlflow_experiment
+    from tprepro.tracking import finish_parent_run
 
     if os.environ.pop(_OWNED_ENV, None):
-        finish_parent_run(experiment, os.environ[PARENT_ENV], status)
+        for name in experiments():
+            finish_parent_run(mlflow_experiment(params, name), status, owner=True)

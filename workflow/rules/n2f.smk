@@ -115,6 +115,7 @@ rule n2f_tables:
     output:
         csv=report("results/tables/{task}.csv", caption="../report/n2f.rst", category="TP-N2F"),
         md="results/tables/{task}.md",
+        html=report("results/tables/{task}.html", caption="../report/n2f.rst", category="TP-N2F"),
         metrics="results/{task}_metrics.json",
     params:
         models=N2F_MODELS,
@@ -129,5 +130,5 @@ rule n2f_tables:
     shell:
         "tprepro n2f-tables --task {wildcards.task} --eval-dir n2f/eval/{wildcards.task}"
         " --models-dir n2f/models/{wildcards.task} --table-csv {output.csv} --table-md {output.md}"
-        " --metrics {output.metrics}"
+        " --table-html {output.html} --metrics {output.metrics}"
         " > {log} 2>&1"

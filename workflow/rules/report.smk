@@ -13,6 +13,8 @@ rule tables:
         table1_csv=report("results/tables/table1.csv", caption="../report/table1.rst",
                           category="Mathematics Dataset"),
         table1_md="results/tables/table1.md",
+        table1_html=report("results/tables/table1.html", caption="../report/table1.rst",
+                           category="Mathematics Dataset"),
         figure=report("results/figures/mathematics_modules.png", caption="../report/figure.rst",
                       category="Mathematics Dataset"),
         curves=report("results/figures/learning_curves.png", caption="../report/learning_curves.rst",
@@ -31,6 +33,6 @@ rule tables:
         "../envs/torch.yaml"
     shell:
         "tprepro tables --eval-dir results/eval --models-dir models --table-csv {output.table1_csv}"
-        " --table-md {output.table1_md} --metrics {output.metrics} --modules-csv {output.modules}"
-        " --figure {output.figure} --curves {output.curves}"
+        " --table-md {output.table1_md} --table-html {output.table1_html} --metrics {output.metrics}"
+        " --modules-csv {output.modules} --figure {output.figure} --curves {output.curves}"
         " > {log} 2>&1"

@@ -108,6 +108,8 @@ rule summarization_tables:
         csv=report("results/tables/summarization.csv", caption="../report/summarization.rst",
                    category="Summarization"),
         md="results/tables/summarization.md",
+        html=report("results/tables/summarization.html", caption="../report/summarization.rst",
+                    category="Summarization"),
         metrics="results/summarization_metrics.json",
     params:
         models=SUM_MODELS,
@@ -121,4 +123,4 @@ rule summarization_tables:
         "../envs/torch.yaml"
     shell:
         "tprepro summarization-tables --eval-dir summarization/eval --table-csv {output.csv}"
-        " --table-md {output.md} --metrics {output.metrics} > {log} 2>&1"
+        " --table-md {output.md} --table-html {output.html} --metrics {output.metrics} > {log} 2>&1"

@@ -93,6 +93,8 @@ rule two_variable_tables:
         csv=report("results/tables/two_variable_types.csv", caption="../report/two_variable.rst",
                    category="Two-variable arithmetic"),
         md="results/tables/two_variable_types.md",
+        html=report("results/tables/two_variable_types.html", caption="../report/two_variable.rst",
+                    category="Two-variable arithmetic"),
         curves=report("results/figures/two_variable_learning_curves.png",
                       caption="../report/two_variable_curves.rst", category="Two-variable arithmetic"),
         metrics="results/two_variable_metrics.json",
@@ -108,5 +110,6 @@ rule two_variable_tables:
         "../envs/torch.yaml"
     shell:
         "tprepro two-variable-tables --eval-dir two_variable/eval --models-dir two_variable/models"
-        " --table-csv {output.csv} --table-md {output.md} --curves {output.curves} --metrics {output.metrics}"
+        " --table-csv {output.csv} --table-md {output.md} --table-html {output.html}"
+        " --curves {output.curves} --metrics {output.metrics}"
         " > {log} 2>&1"

@@ -88,6 +88,7 @@ def test_arguments(parser: argparse.ArgumentParser, out: str) -> None:
 
 # The files every table stage writes: option (without --, dashes as underscores) -> help.
 TABLE_OUTPUTS = {"table_csv": "the table (CSV)", "table_md": "the table with its caption (markdown)",
+                 "table_html": "the same as an HTML page (the Snakemake report shows it)",
                  "metrics": "DVC metrics file (JSON, numbers only)"}
 
 
@@ -107,6 +108,19 @@ def table_outputs(args: argparse.Namespace, *extra: str) -> dict[str, "Path"]:
     from pathlib import Path
 
     return {name: Path(getattr(args, name)) for name in (*TABLE_OUTPUTS, *extra)}
+
+
+def mlflow_experiment(params: dict, name: str):
+    """Experiment `name`'s MLflow experiment: `<mlflow.prefix>-<name>` (dashes), described by its title."""
+    from tprepro.tracking import Experiment as Tracked
+
+    experiment = experiments()[name]
+    description = (f"**{experiment.title}**\n\nOne run per trained model and seed (params, step metrics, "
+                   f"evaluation per module, datasets, the model under Artifacts > model), children of one "
+                   f"`pipeline` run per invocation; the tables run holds the tables and figures under "
+                   f"Artifacts > results. Made by tprepro.")
+    settings = params["mlflow"]
+    return Tracked(f"{settings['prefix']}-{name.replace('_', '-')}", description, settings["log_models"])
 
 
 def stage(name: str) -> Stage:

@@ -15,6 +15,7 @@ from tprepro.data.shards import open_dataset
 from tprepro.errors import TpreproError
 from tprepro.interpret.sampling import pairs, sample_rows
 from tprepro.io import atomic_directory, atomic_write_text
+from tprepro.experiments import mlflow_experiment
 from tprepro.pipeline import MODEL_FILE, read_train_metrics, training_run
 
 RECONSTRUCTION_FILE = "head_reconstruction.json"
@@ -34,9 +35,10 @@ def _write_table(frame, path: Path) -> None:
     atomic_write_text(path, frame.to_csv(index=False))
 
 
-def _log(params: dict, summary: dict, out: Path, metrics: dict[str, float]) -> None:
-    """Every file of `out` as an artifact (under interpret/) of the model's training run, plus `metrics`."""
-    run = training_run(params["mlflow"]["experiment"], summary)
+def _log(params: dict, experiment: str, summary: dict, out: Path, metrics: dict[str, float]) -> None:
+    """Every file of `out` as an artifact (under interpret/) of the model's training run in `experiment`
+    (an experiment's name), plus `metrics`."""
+    run = training_run(mlflow_experiment(params, experiment), summary)
     if metrics:
         run.log_metrics(metrics, step=summary["steps"])
     for path in sorted(out.iterdir()):
@@ -117,7 +119,7 @@ def mathematics_stage(params_path: str, model_dir: Path, interpolate_dir: Path, 
             done.append("one_hotness")
         atomic_write_text(tmp / "analyses.json", json.dumps({"run": name, "module": module, "analyses": done}) + "\n")
     print(f"{name}: {', '.join(done)} -> {out}")
-    _log(params, summary, out, metrics)
+    _log(params, "mathematics", summary, out, metrics)
 
 
 def reconstruction_stage(params_path: str, interpret_dir: Path, models_dir: Path, out_dir: Path) -> None:
@@ -143,7 +145,7 @@ def reconstruction_stage(params_path: str, interpret_dir: Path, models_dir: Path
     mse_figure(table, outputs["png"])
     print(markdown)
     for summary in summaries.values():
-        run = training_run(params["mlflow"]["experiment"], summary)
+        run = training_run(mlflow_experiment(params, "mathematics"), summary)
         for path in outputs.values():
             run.log_artifact(path, "interpret")
         run.finish()
@@ -186,7 +188,7 @@ def two_variable_stage(params_path: str, model_dir: Path, test_dir: Path, out: P
             done.append("ponder")
         atomic_write_text(tmp / "analyses.json", json.dumps({"model": name, "analyses": done}) + "\n")
     print(f"{name}: {', '.join(done)} -> {out}")
-    _log(params, summary, out, metrics)
+    _log(params, "two_variable", summary, out, metrics)
 
 
 def n2f_stage(params_path: str, task: str, model_dir: Path, test_dir: Path, out: Path) -> None:
@@ -215,4 +217,4 @@ def n2f_stage(params_path: str, task: str, model_dir: Path, test_dir: Path, out:
         atomic_write_text(tmp / "unbinding_vectors.json", json.dumps(
             {"operators": names, "counts": counts, "cluster": labels.tolist(), "pca": coords.tolist()}) + "\n")
     print(f"{task}/{summary['model']}: {len(names)} operators in {len(set(labels.tolist()))} clusters -> {out}")
-    _log(params, summary, out, {})
+    _log(params, "n2f", summary, out, {})

@@ -143,7 +143,8 @@ EXPERIMENT = Experiment(
               code=(*EVALUATION, "experiments/mathematics/stages.py", "experiments/mathematics/modules.py")),
         Stage("tables", "assemble Table 1, the per-module table and figure",
               "tprepro tables --eval-dir results/eval --models-dir models --table-csv results/tables/table1.csv "
-              "--table-md results/tables/table1.md --metrics results/metrics.json --modules-csv "
+              "--table-md results/tables/table1.md --table-html results/tables/table1.html --metrics "
+              "results/metrics.json --modules-csv "
               "results/tables/mathematics_modules.csv --figure results/figures/mathematics_modules.png "
               "--curves results/figures/learning_curves.png", _tables_arguments, _tables,
               code=(*PUBLISHING, "experiments/mathematics/stages.py", "experiments/mathematics/figures.py")),

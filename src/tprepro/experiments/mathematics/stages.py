@@ -15,6 +15,7 @@ from tprepro.params import TrainConfig, load_params
 from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE
 from tprepro.data.shards import Dataset, open_dataset
 from tprepro.errors import TpreproError
+from tprepro.experiments import mlflow_experiment
 from tprepro.pipeline import (MODEL_FILE, heldout_settings, model_config, publish_table, published_rows,
                               read_train_metrics, train_model, training_run, training_summaries, write_evaluation,
                               write_role_sharpness)
@@ -45,8 +46,8 @@ def train_stage(params_path: str, name: str, seed: int, train_dirs: Sequence[Pat
     datasets = {f"{split}/{module}": ds for split, module, ds in module_datasets(train_dirs, modules)}
     heldout = heldout_settings(params, [ds for _, _, ds in module_datasets([heldout_dir], modules)], seed)
     return train_model(name, seed, model_config(params, name), TrainConfig.from_params(params), datasets,
-                       vocab_path, out, checkpoints, params["mlflow"]["experiment"], data_settings=params["data"],
-                       heldout=heldout)
+                       vocab_path, out, checkpoints, mlflow_experiment(params, "mathematics"),
+                       data_settings=params["data"], heldout=heldout)
 
 
 def evaluate_stage(params_path: str, model_dir: Path, interpolate_dir: Path, extrapolate_dir: Path,
@@ -70,7 +71,7 @@ def evaluate_stage(params_path: str, model_dir: Path, interpolate_dir: Path, ext
         result = score(model, vocab, eval_set, settings["batch_size"], settings["max_answer_length"])
         rows.append({"model": summary["model"], "seed": summary["seed"], **result})
         print(f"{eval_set.split:>11} {eval_set.module:<40} {result['accuracy']:.3f} (n={result['n']})")
-    with training_run(params["mlflow"]["experiment"], summary) as run:  # FAILED if a write fails
+    with training_run(mlflow_experiment(params, "mathematics"), summary) as run:  # FAILED if a write fails
         write_evaluation(rows, out, run, summary["steps"])
         test_rows = [row for eval_set in sets if eval_set.split != "train" for row in eval_set.rows]
         write_role_sharpness(model, vocab, test_rows, settings["batch_size"], out, run, summary)
@@ -97,13 +98,12 @@ def tables_stage(params_path: str, eval_dir: Path, models_dir: Path, out: Mappin
               f"{params['data']['test_per_module']} test problems per module")
     markdown = table1_markdown(table, threshold, len(grid["modules"]), len(grid["extrapolation_modules"]),
                                published_rows(params, grid["models"], "mathematics"), budget)
-    writers = {
+    figures = {
         out["modules_csv"]: lambda path: write_csv(modules, path),
-        out["table_csv"]: lambda path: write_csv(table, path),
-        out["table_md"]: lambda path: path.write_text(markdown, encoding="utf-8"),
         out["figure"]: lambda path: module_figure(modules, path),
         out["curves"]: lambda path: curve_figure(
             curves, path, f"Mathematics Dataset: learning curves on the interpolate split ({budget})"),
     }
-    publish_table(params["mlflow"]["experiment"], "tables", {"stage": "tables"}, table, writers, out["metrics"])
+    publish_table(mlflow_experiment(params, "mathematics"), "tables", {"stage": "tables"}, table, markdown, out,
+                  figures)
     print(markdown)

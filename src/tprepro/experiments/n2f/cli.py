@@ -93,7 +93,8 @@ EXPERIMENT = Experiment(
               code=(*EVALUATION, "experiments/n2f")),
         Stage("n2f-tables", "the task's table (MathQA: Table 1, AlgoLisp: Table 2)",
               "tprepro n2f-tables --task algolisp --eval-dir n2f/eval/algolisp --models-dir n2f/models/algolisp "
-              "--table-csv results/tables/algolisp.csv --table-md results/tables/algolisp.md "
+              "--table-csv results/tables/algolisp.csv --table-md results/tables/algolisp.md --table-html "
+              "results/tables/algolisp.html "
               "--metrics results/algolisp_metrics.json",
               _with_task(table_arguments), _tables, code=(*PUBLISHING, "experiments/n2f")),
         Stage("interpret-n2f", "cluster the TP-N2F decoder's relation unbinding vectors",

@@ -16,6 +16,7 @@ from typing import Mapping
 from tprepro.params import TrainConfig, load_params, n2f_train
 from tprepro.data.shards import open_dataset, write_dataset
 from tprepro.errors import TpreproError
+from tprepro.experiments import mlflow_experiment
 from tprepro.io import atomic_write_text
 from tprepro.experiments.n2f.tasks import TEST, TRAIN, get_task
 from tprepro.pipeline import (MODEL_FILE, model_config, publish_table, published_rows, read_train_metrics,
@@ -67,7 +68,7 @@ def quality_stage(params_path: str, task: str, data_dir: Path, out: Path) -> Non
         report[split] = {"label": spec.split_label(settings["data"], split), **spec.quality(rows, settings)}
         print(f"{split} ({report[split]['label']}): {json.dumps(report[split], sort_keys=True)}")
     atomic_write_text(out, json.dumps(report, indent=2, sort_keys=True) + "\n")
-    run = Run(params["mlflow"]["experiment"], f"{task}/quality", tags={"stage": "n2f_quality", "task": task})
+    run = Run(mlflow_experiment(params, "n2f"), f"{task}/quality", tags={"stage": "n2f_quality", "task": task})
     run.log_metrics({f"{split}.{key}": value for split, entry in report.items()
                      for key, value in entry.items() if isinstance(value, (int, float))})
     run.log_artifact(out, "results")
@@ -90,7 +91,7 @@ def train_stage(params_path: str, task: str, name: str, seed: int, train_dir: Pa
                            f"{spec.arity} arguments, the model {model.family.tuple_arity}")
     config = TrainConfig.from_params({"train": n2f_train(params, task)})
     return train_model(name, seed, model, config, {"train": open_dataset(train_dir)}, vocab_path,
-                       out, checkpoints, params["mlflow"]["experiment"], data_settings=settings["data"],
+                       out, checkpoints, mlflow_experiment(params, "n2f"), data_settings=settings["data"],
                        run_prefix=f"{task}/", codec=TupleVocab.load(vocab_path))
 
 
@@ -130,7 +131,7 @@ def evaluate_stage(params_path: str, task: str, model_dir: Path, test_dir: Path,
     table = [{"model": summary["model"], "seed": summary["seed"], **result} for result in results]
     for result in table:
         print(f"{result['split']:>14} {result['module']:<20} {result['accuracy']:.4f} (n={result['n']})")
-    with training_run(params["mlflow"]["experiment"], summary) as run:  # FAILED if a write fails
+    with training_run(mlflow_experiment(params, "n2f"), summary) as run:  # FAILED if a write fails
         write_evaluation(table, out, run, summary["steps"])
         run.finish()
 
@@ -138,7 +139,7 @@ def evaluate_stage(params_path: str, task: str, model_dir: Path, test_dir: Path,
 def tables_stage(params_path: str, task: str, eval_dir: Path, models_dir: Path, out: Mapping[str, Path]) -> None:
     """The paper's table of `task` (MathQA: Table 1, AlgoLisp: Table 2), one row per model, written to
     the paths of `out` (table_csv, table_md, metrics)."""
-    from tprepro.report.tables import read_eval, write_csv
+    from tprepro.report.tables import read_eval
 
     params = load_params(params_path)
     spec = get_task(task)
@@ -151,8 +152,6 @@ def tables_stage(params_path: str, task: str, eval_dir: Path, models_dir: Path, 
     budget = f"{train['steps']} steps of batch {train['batch_size']}"
     markdown = spec.markdown(table, settings["data"], published_rows(params, names, task, f"n2f.{task}.models"),
                              budget)
-    writers = {out["table_csv"]: lambda path: write_csv(table, path),
-               out["table_md"]: lambda path: path.write_text(markdown, encoding="utf-8")}
-    publish_table(params["mlflow"]["experiment"], f"{task}/tables", {"stage": "n2f_tables", "task": task}, table,
-                  writers, out["metrics"])
+    publish_table(mlflow_experiment(params, "n2f"), f"{task}/tables", {"stage": "n2f_tables", "task": task}, table,
+                  markdown, out)
     print(markdown)

@@ -90,8 +90,9 @@ EXPERIMENT = Experiment(
               _evaluate, code=(*EVALUATION, f"{S}/tokenizer.py", f"{S}/decoding.py", f"{S}/scoring.py",
                                f"{S}/settings.py", f"{S}/stages.py")),
         Stage("summarization-tables", "the summarization table and report",
-              "tprepro summarization-tables --eval-dir summarization/eval --table-csv results/tables/summarization.csv "
-              "--table-md results/tables/summarization.md --metrics results/summarization_metrics.json",
+              "tprepro summarization-tables --eval-dir summarization/eval --table-csv "
+              "results/tables/summarization.csv --table-md results/tables/summarization.md --table-html "
+              "results/tables/summarization.html --metrics results/summarization_metrics.json",
               _tables_arguments, _tables,
               code=(*PUBLISHING, f"{S}/table.py", f"{S}/stages.py")),
     ),

@@ -16,6 +16,7 @@ from typing import Mapping
 from tprepro.params import TrainConfig, load_params
 from tprepro.data.shards import iter_rows, open_dataset
 from tprepro.errors import TpreproError
+from tprepro.experiments import mlflow_experiment
 from tprepro.io import atomic_directory, atomic_write_text
 from tprepro.pipeline import (MODEL_FILE, model_config, publish_table, read_train_metrics, train_model,
                               training_run)
@@ -88,7 +89,8 @@ def train_stage(params_path: str, dataset: str, name: str, data_dir: Path, out: 
     config = TrainConfig.from_params({"train": summarization_train(params)})
     return train_model(name, section["seed"], model_config(params, name, MODELS), config,
                        {"train": open_dataset(data_dir / TRAIN)}, data_dir / SUBWORD_MODEL, out, checkpoints,
-                       params["mlflow"]["experiment"], data_settings={**section["data"], "dataset": dataset},
+                       mlflow_experiment(params, "summarization"),
+                       data_settings={**section["data"], "dataset": dataset},
                        run_prefix=f"{RUN_PREFIX}{dataset}/", codec=load_codec(params, data_dir))
 
 
@@ -146,7 +148,7 @@ def evaluate_stage(params_path: str, dataset: str, model_dir: Path, data_dir: Pa
     metrics = {f"{dataset}.{name}": scores[name] for name in ROUGE_TYPES}
     if "role_sharpness" in result:
         metrics[f"{dataset}.role_sharpness"] = result["role_sharpness"]
-    with training_run(params["mlflow"]["experiment"], summary) as run:  # FAILED if a write fails
+    with training_run(mlflow_experiment(params, "summarization"), summary) as run:  # FAILED if a write fails
         run.log_metrics(metrics, step=summary["steps"])
         run.log_artifact(out, "evaluation")
         run.finish()
@@ -156,7 +158,6 @@ def tables_stage(params_path: str, eval_dir: Path, out: Mapping[str, Path]) -> N
     """The paper's main table: ROUGE-1/2/L per dataset (columns) and model (rows), written to the paths
     of `out` (table_csv, table_md, metrics)."""
     from tprepro.experiments.summarization.table import read_published, summary_markdown, summary_table
-    from tprepro.report.tables import write_csv
 
     params = load_params(params_path)
     section = params["summarization"]
@@ -173,8 +174,6 @@ def tables_stage(params_path: str, eval_dir: Path, out: Mapping[str, Path]) -> N
     published = read_published(section["report"]["published"])
     table = summary_table(evals, list(section["models"]), list(section["datasets"]))
     markdown = summary_markdown(table, evals, published, section["report"]["samples"])
-    writers = {out["table_csv"]: lambda path: write_csv(table, path),
-               out["table_md"]: lambda path: path.write_text(markdown, encoding="utf-8")}
-    publish_table(params["mlflow"]["experiment"], f"{RUN_PREFIX}tables", {"stage": "summarization_tables"}, table,
-                  writers, out["metrics"])
+    publish_table(mlflow_experiment(params, "summarization"), f"{RUN_PREFIX}tables",
+                  {"stage": "summarization_tables"}, table, markdown, out)
     print(markdown)

@@ -65,8 +65,9 @@ EXPERIMENT = Experiment(
               "--out two_variable/eval/ut-s1.csv", lambda p: test_arguments(p, "per-type CSV"), _evaluate,
               code=(*EVALUATION, "experiments/two_variable/stages.py", "experiments/two_variable/data.py")),
         Stage("two-variable-tables", "the per-type table (Wangperawong, Table 3)",
-              "tprepro two-variable-tables --eval-dir two_variable/eval --models-dir two_variable/models "
-              "--table-csv results/tables/two_variable_types.csv --table-md results/tables/two_variable_types.md "
+              "tprepro two-variable-tables --eval-dir two_variable/eval --models-dir two_variable/models --table-csv "
+              "results/tables/two_variable_types.csv --table-md results/tables/two_variable_types.md --table-html "
+              "results/tables/two_variable_types.html "
               "--curves results/figures/two_variable_learning_curves.png --metrics results/two_variable_metrics.json",
               lambda p: table_arguments(p, curves="the learning-curve figure (PNG)"), _tables,
               code=(*PUBLISHING, "experiments/two_variable/stages.py", "experiments/two_variable/table.py",

@@ -13,6 +13,7 @@ from typing import Mapping
 from tprepro.params import TrainConfig, load_params, two_variable_train
 from tprepro.data.shards import open_dataset
 from tprepro.errors import TpreproError
+from tprepro.experiments import mlflow_experiment
 from tprepro.pipeline import (MODEL_FILE, heldout_settings, model_config, publish_table, published_rows,
                               read_train_metrics, train_model, training_run, training_summaries, write_evaluation)
 
@@ -46,7 +47,7 @@ def train_stage(params_path: str, name: str, seed: int, train_dir: Path, vocab_p
     heldout = heldout_settings(params, [open_dataset(heldout_dir)], seed, train)
     return train_model(name, seed, model_config(params, name, MODELS), TrainConfig.from_params(
                            {"train": train}), {"train": open_dataset(train_dir)}, vocab_path, out, checkpoints,
-                       params["mlflow"]["experiment"], data_settings=section["data"], run_prefix=RUN_PREFIX,
+                       mlflow_experiment(params, "two_variable"), data_settings=section["data"], run_prefix=RUN_PREFIX,
                        heldout=heldout)
 
 
@@ -73,7 +74,7 @@ def evaluate_stage(params_path: str, model_dir: Path, test_dir: Path, out: Path)
                        settings["max_answer_length"])
         rows.append({"model": summary["model"], "seed": summary["seed"], **result})
         print(f"{label:<4} {result['accuracy']:.3f} (n={result['n']})")
-    with training_run(params["mlflow"]["experiment"], summary) as run:  # FAILED if a write fails
+    with training_run(mlflow_experiment(params, "two_variable"), summary) as run:  # FAILED if a write fails
         write_evaluation(rows, out, run, summary["steps"], METRIC_NAMES.__getitem__)
         run.finish()
 
@@ -84,7 +85,7 @@ def tables_stage(params_path: str, eval_dir: Path, models_dir: Path, out: Mappin
     from tprepro.experiments.two_variable.data import metric_name
     from tprepro.experiments.two_variable.table import type_table, type_table_markdown
     from tprepro.report.curves import curve_figure, read_curves
-    from tprepro.report.tables import read_eval, write_csv
+    from tprepro.report.tables import read_eval
 
     params = load_params(params_path)
     names = list(params["two_variable"]["models"])
@@ -98,10 +99,8 @@ def tables_stage(params_path: str, eval_dir: Path, models_dir: Path, out: Mappin
     budget = (f"{train['steps']} steps of batch {train['batch_size']}, "
               f"{params['two_variable']['data']['size']} problems")
     markdown = type_table_markdown(table, published_rows(params, names, "two_variable", MODELS), budget)
-    writers = {out["table_csv"]: lambda path: write_csv(table, path),
-               out["table_md"]: lambda path: path.write_text(markdown, encoding="utf-8"),
-               out["curves"]: lambda path: curve_figure(
-                   curves, path, f"Two-variable arithmetic: learning curves on the test split ({budget})")}
-    publish_table(params["mlflow"]["experiment"], f"{RUN_PREFIX}tables", {"stage": "two_variable_tables"}, table,
-                  writers, out["metrics"], metric_name=metric_name)
+    figures = {out["curves"]: lambda path: curve_figure(
+        curves, path, f"Two-variable arithmetic: learning curves on the test split ({budget})")}
+    publish_table(mlflow_experiment(params, "two_variable"), f"{RUN_PREFIX}tables",
+                  {"stage": "two_variable_tables"}, table, markdown, out, figures, metric_name=metric_name)
     print(markdown)
