@@ -106,6 +106,7 @@ def test_tables_with_the_server_down_write_the_tables_and_exit_0(project, tmp_pa
     copy = shutil.copytree(project / "run", tmp_path / "tables")
     result = tprepro("tables", "--params", project / "params.yaml", "--eval-dir", "eval", "--models-dir", "models",
                      "--table-csv", "results/tables/table1.csv", "--table-md", "results/tables/table1.md",
+                     "--table-html", "results/tables/table1.html",
                      "--modules-csv", "results/tables/mathematics_modules.csv",
                      "--figure", "results/figures/mathematics_modules.png",
                      "--curves", "results/figures/learning_curves.png",

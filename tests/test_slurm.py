@@ -30,7 +30,8 @@ TIMEOUT = 900  # seconds before the SLURM run is interrupted with SIGINT
 RESULTS = ["results/tables/mathematics_modules.csv", "results/tables/table1.csv", "results/metrics.json",
            "results/tables/algolisp.csv", "results/algolisp_metrics.json", "results/n2f/algolisp_quality.json"]
 REPORTED = {"results/tables/table1.csv": "table1.rst", "results/tables/mathematics_modules.csv": "modules.rst",
-            "results/figures/mathematics_modules.png": "figure.rst"}
+            "results/figures/mathematics_modules.png": "figure.rst",
+            "results/tables/table1.html": "table1.rst", "results/tables/algolisp.html": "n2f.rst"}  # rendered tables
 
 
 def slurm_params() -> dict:
