@@ -80,7 +80,8 @@ def test_mathematics_runs_with_a_tpt_d_model_through_the_cli(tmp_path):
     assert 1 <= len(clusters) <= 4 and clusters["size"].sum() > 12 * 10
 
     tprepro(root, "interpret-reconstruction", "--interpret-dir", "results/interpret/mathematics",
-            "--models-dir", "models", "--out-dir", "results/interpret")
+            "--models-dir", "models", "--csv", "results/interpret/head_reconstruction.csv",
+            "--md", "results/interpret/head_reconstruction.md", "--figure", "results/interpret/head_reconstruction.png")
     table = pd.read_csv(out / "head_reconstruction.csv")
     assert table["model"].tolist() == ["transformer-s1", "tp_transformer-s1", "tpt_d-s1"]
     assert table[["head_0", "head_1"]].mean(axis=1).round(6).tolist() == table["mean"].round(6).tolist()

@@ -46,7 +46,6 @@ rule interpret_reconstruction:
     params:
         grid=GRID,
         interpret_dir=lambda wildcards, input: parent(input[0]),
-        out_dir=lambda wildcards, output: parent(output.csv),
     log:
         "logs/interpret/head_reconstruction.log",
     resources:
@@ -55,7 +54,7 @@ rule interpret_reconstruction:
         "../envs/torch.yaml"
     shell:
         "tprepro interpret-reconstruction --interpret-dir {params.interpret_dir}"
-        " --models-dir models --out-dir {params.out_dir} > {log} 2>&1"
+        " --models-dir models --csv {output.csv} --md {output.md} --figure {output.png} > {log} 2>&1"
 
 
 rule interpret_two_variable:

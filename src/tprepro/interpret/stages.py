@@ -122,8 +122,9 @@ def mathematics_stage(params_path: str, model_dir: Path, interpolate_dir: Path, 
     _log(params, "mathematics", summary, out, metrics)
 
 
-def reconstruction_stage(params_path: str, interpret_dir: Path, models_dir: Path, out_dir: Path) -> None:
-    """The head-reconstruction table (MSE per head and mean, one row per run) and its bar chart."""
+def reconstruction_stage(params_path: str, interpret_dir: Path, models_dir: Path, outputs: dict[str, Path]) -> None:
+    """The head-reconstruction table (MSE per head and mean, one row per run) and its bar chart, written
+    to the paths of `outputs` (csv, md, png)."""
     from tprepro.interpret.head_reconstruction import mse_figure, mse_table
 
     params = load_params(params_path)
@@ -137,8 +138,6 @@ def reconstruction_stage(params_path: str, interpret_dir: Path, models_dir: Path
     if not results:
         raise TpreproError(f"{interpret_dir}: no {RECONSTRUCTION_FILE} of any run in the grid")
     table = mse_table(results)
-    outputs = {"csv": out_dir / "head_reconstruction.csv", "md": out_dir / "head_reconstruction.md",
-               "png": out_dir / "head_reconstruction.png"}
     _write_table(table, outputs["csv"])
     markdown = markdown_table(table)
     atomic_write_text(outputs["md"], markdown)

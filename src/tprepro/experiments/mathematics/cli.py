@@ -107,13 +107,16 @@ def _interpret(args) -> None:
 def _reconstruction_arguments(p) -> None:
     p.add_argument("--interpret-dir", required=True, help="directory of the runs' interpret-mathematics outputs")
     p.add_argument("--models-dir", required=True, help="directory of the trained models")
-    p.add_argument("--out-dir", required=True, help="directory for the table and the bar chart")
+    p.add_argument("--csv", required=True, help="the MSE table (CSV)")
+    p.add_argument("--md", required=True, help="the MSE table (markdown)")
+    p.add_argument("--figure", required=True, help="the MSE bar chart (PNG)")
 
 
 def _reconstruction(args) -> None:
     from tprepro.interpret.stages import reconstruction_stage
 
-    reconstruction_stage(args.params, Path(args.interpret_dir), Path(args.models_dir), Path(args.out_dir))
+    reconstruction_stage(args.params, Path(args.interpret_dir), Path(args.models_dir),
+                         {"csv": Path(args.csv), "md": Path(args.md), "png": Path(args.figure)})
 
 
 TRAIN_DIRS = "data/mathematics/train-easy data/mathematics/train-medium data/mathematics/train-hard"
@@ -155,7 +158,8 @@ EXPERIMENT = Experiment(
               _interpret_arguments, _interpret, code=(*INTERPRETING, "experiments/mathematics/modules.py")),
         Stage("interpret-reconstruction", "the head-reconstruction MSE table and bar chart over the grid's runs",
               "tprepro interpret-reconstruction --interpret-dir results/interpret/mathematics --models-dir models "
-              "--out-dir results/interpret", _reconstruction_arguments, _reconstruction,
+              "--csv results/interpret/head_reconstruction.csv --md results/interpret/head_reconstruction.md "
+              "--figure results/interpret/head_reconstruction.png", _reconstruction_arguments, _reconstruction,
               code=(*PUBLISHING, "interpret")),
     ),
     models=lambda params: {"models": list(params["grid"]["models"])},
