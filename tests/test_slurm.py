@@ -156,7 +156,7 @@ def test_slurm_results_equal_local_results(runs):
 def test_report_holds_every_table_and_figure_with_its_caption(runs):
     root = runs["cluster"]
     report = root / "results" / "report.html"
-    run([sys.executable, "-m", "snakemake", "--report", report, TARGET], root, runs["env"], 300)
+    run([sys.executable, "-m", "snakemake", "--report", report, *TARGETS], root, runs["env"], 300)
     html = report.read_text()
     print("report:", report)
     for path, caption in REPORTED.items():
