@@ -100,7 +100,8 @@ def tables_stage(params_path: str, eval_dir: Path, models_dir: Path, out: Mappin
                                published_rows(params, grid["models"], "mathematics"), budget)
     figures = {
         out["modules_csv"]: lambda path: write_csv(modules, path),
-        out["figure"]: lambda path: module_figure(modules, path),
+        out["figure"]: lambda path: module_figure(
+            modules, path, f"Mathematics Dataset: exact-match accuracy per module, pooled over seeds ({budget})"),
         out["curves"]: lambda path: curve_figure(
             curves, path, f"Mathematics Dataset: learning curves on the interpolate split ({budget})"),
     }
