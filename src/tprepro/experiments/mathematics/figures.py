@@ -47,7 +47,7 @@ def draw_modules(modules: pd.DataFrame, title: str = "") -> plt.Figure:
         ax.set_xlabel("accuracy")
         ax.set_title(split)
         ax.grid(axis="x", alpha=0.3)
-    axes[0, 0].legend(loc="lower right", fontsize=8)
+    axes[0, 0].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)  # beside the bars, not over them
     if title:
         fig.suptitle(title, fontsize=9)
     fig.tight_layout()
