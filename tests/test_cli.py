@@ -63,6 +63,7 @@ def test_unknown_names_come_with_a_suggestion(capsys, tmp_path):
 
 
 def test_an_unknown_model_name_gets_a_suggestion():
+    from tprepro.errors import TpreproError
     from tprepro.pipeline import require_model
 
     with pytest.raises(TpreproError, match=r"^params.yaml: two_variable.models.uut: no such model; did you mean 'ut'\? "
