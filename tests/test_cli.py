@@ -60,3 +60,12 @@ def test_unknown_names_come_with_a_suggestion(capsys, tmp_path):
         validate_module("train-easy", "arithmetic__add_or_subb")
     with pytest.raises(TpreproError, match=r"unknown setting 'd_modle'; did you mean 'd_model'\?"):
         resolve_model_config("transformer_tiny", {"d_modle": 8}, where="models.x")
+
+
+def test_an_unknown_model_name_gets_a_suggestion():
+    from tprepro.errors import TpreproError
+    from tprepro.pipeline import require_model
+
+    with pytest.raises(TpreproError, match=r"^params.yaml: two_variable.models.uut: no such model; did you mean 'ut'\? "
+                                           r"\(known: transformer, ut, aut\)$"):
+        require_model("params.yaml", {"transformer": {}, "ut": {}, "aut": {}}, "uut", "two_variable.models")

@@ -46,7 +46,7 @@ def test_load_release_rows_and_shards(tmp_path, capsys):
     run_data_stage("train-easy", MODULE, out, _config(root, rows_per_shard=2))
     log = capsys.readouterr().out  # the stage's log line: when, what, where, how fast
     assert re.fullmatch(rf"\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d UTC train-easy/{MODULE}: 5 problems in 3 shards -> "
-                        rf"{re.escape(str(out))} \(imported from the release, \d+\.\d s\)\n", log), log
+                        rf"{re.escape(str(out))} \(imported from the release, \d+\.\d s, \d+ problems/s\)\n", log), log
     dataset = open_dataset(out, verify=True)
     assert [s["rows"] for s in dataset.manifest["shards"]] == [2, 2, 1]
     assert dataset.manifest["source"] == "release"

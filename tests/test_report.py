@@ -74,8 +74,22 @@ def test_published_rows_match_architecture_and_binding():
 
 
 def test_figure_is_a_png(evals, tmp_path):
-    module_figure(module_table(evals), tmp_path / "fig.png")
+    module_figure(module_table(evals), tmp_path / "fig.png", "budget")
     assert (tmp_path / "fig.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_figure_labels_every_bar_zero_included(evals):
+    import matplotlib.pyplot as plt
+
+    from tprepro.experiments.mathematics.figures import draw_modules
+
+    modules = module_table(evals)
+    modules.loc[modules.index[0], "accuracy"] = 0.0
+    fig = draw_modules(modules, "120 steps of batch 8")
+    labels = [text.get_text() for ax in fig.axes for text in ax.texts]
+    assert len(labels) == len(modules[modules["split"].isin(["interpolate", "extrapolate"])])
+    assert "0%" in labels and fig._suptitle.get_text() == "120 steps of batch 8"
+    plt.close(fig)
 
 
 def test_bad_evaluation_files_are_named(tmp_path):

@@ -60,3 +60,22 @@ def test_runs_record_only_the_settings_their_architecture_reads():
     assert set(lstm) == {"arch", "d_model", "dropout", "init", "lstm_hidden", "lstm_layers"}
     n2f = arch_settings(resolve_model_config("tp_n2f_tiny", {}))
     assert {"n_fillers", "tuple_arity", "d_relation"} <= n2f.keys() and "n_heads" not in n2f
+
+
+def test_progress_in_a_log_file_is_timestamped_lines_without_redraws(capsys):
+    import re
+    from types import SimpleNamespace
+
+    from tprepro.train.callbacks import ProgressBar
+
+    progress = ProgressBar(log_interval=0.0)  # a line at every logged step
+    trainer = SimpleNamespace(name="tp-s1", step=0, device="cpu", amp=False,
+                              config=SimpleNamespace(steps=10, batch_size=4))
+    progress.on_train_start(trainer)
+    progress.on_log(5, {"loss": 1.5})
+    progress.on_train_end({"steps": 10, "final_loss": 1.25})
+    err = capsys.readouterr().err  # not a terminal: no tqdm bar
+    assert "\r" not in err and "|" not in err
+    stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"
+    assert re.search(rf"{stamp} \[tp-s1\] step 5/10, loss 1.5000, [\d.]+ steps/s, about [\d.]+ min left", err), err
+    assert re.search(rf"{stamp} \[tp-s1\] finished: step 10, final loss 1.2500", err), err

@@ -28,6 +28,16 @@ TRAIN_METRICS = "train_metrics.json"
 ROLE_SAMPLE = 64  # training rows whose role one-hotness is logged at every checkpoint (discrete-role models)
 
 
+def require_model(params_path: str, models: Mapping, name: str, section: str) -> None:
+    """Raise TpreproError if `name` is not one of `models` (the params mapping at `section`),
+    naming the file and key, with a did-you-mean."""
+    from tprepro.errors import suggestion
+
+    if name not in models:
+        raise TpreproError(f"{params_path}: {section}.{name}: no such model{suggestion(name, models)} "
+                           f"(known: {', '.join(models)})")
+
+
 def model_config(params: dict, name: str, section: str = "models"):
     """The resolved architecture of `<section>.<name>` (its preset plus overrides).
 

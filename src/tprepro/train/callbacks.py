@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -28,10 +29,12 @@ class Callback:
 
 
 class ProgressBar(Callback):
-    """A tqdm bar over optimiser steps, showing the last logged loss, between a timestamped line
-    that says where and from which step training starts and one with the final step and loss.
+    """Progress of a training job, between a timestamped line that says where and from which step
+    training starts and one with the final step and loss.
 
-    In a log file (no terminal) it redraws at most every `log_interval` seconds.
+    In a terminal: a tqdm bar over optimiser steps showing the last logged loss. In a log file (no
+    terminal): a timestamped line at most every `log_interval` seconds of wall time (step, loss,
+    steps/s since this attempt started, time left), no carriage-return redraws.
     """
 
     def __init__(self, log_interval: float = 30.0):
@@ -39,29 +42,44 @@ class ProgressBar(Callback):
         self.bar = None
 
     def on_train_start(self, trainer) -> None:
-        interactive = sys.stderr.isatty()
         config = trainer.config
+        self.name, self.total = trainer.name, config.steps
         start = f"resuming at step {trainer.step}" if trainer.step else "from step 0"
         print(f"{utc_stamp()} [{trainer.name}] training on {trainer.device} ({torch.get_num_threads()} threads, "
               f"bf16 autocast {'on' if trainer.amp else 'off'}), {start} of {config.steps}, batch {config.batch_size}",
               file=sys.stderr, flush=True)
-        self.bar = tqdm(
-            total=trainer.config.steps, initial=trainer.step, desc=trainer.name, unit="step",
-            mininterval=1.0 if interactive else self.log_interval, ascii=not interactive,
-        )
+        if sys.stderr.isatty():
+            self.bar = tqdm(total=config.steps, initial=trainer.step, desc=trainer.name, unit="step", mininterval=1.0)
+        self.started, self.first_step = time.monotonic(), trainer.step
+        self.printed = self.started
 
     def on_log(self, step: int, metrics: dict[str, float]) -> None:
-        self.bar.update(step - self.bar.n)
-        self.bar.set_postfix(loss=f"{metrics['loss']:.4f}", refresh=False)
+        if self.bar is not None:
+            self.bar.update(step - self.bar.n)
+            self.bar.set_postfix(loss=f"{metrics['loss']:.4f}", refresh=False)
+            return
+        now = time.monotonic()
+        if now - self.printed < self.log_interval:
+            return
+        self.printed = now
+        rate = (step - self.first_step) / max(now - self.started, 1e-9)  # steps/s of this attempt
+        left = f", about {(self.total - step) / rate / 60:.1f} min left" if rate > 0 else ""
+        print(f"{utc_stamp()} [{self.name}] step {step}/{self.total}, loss {metrics['loss']:.4f}, "
+              f"{rate:.2f} steps/s{left}", file=sys.stderr, flush=True)
+
+    def _close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
     def on_train_end(self, summary: dict) -> None:
-        self.bar.update(summary["steps"] - self.bar.n)
-        self.bar.close()
-        print(f"{utc_stamp()} [{self.bar.desc}] finished: step {summary['steps']}, final loss "
+        if self.bar is not None:
+            self.bar.update(summary["steps"] - self.bar.n)
+        self._close()
+        print(f"{utc_stamp()} [{self.name}] finished: step {summary['steps']}, final loss "
               f"{summary['final_loss']:.4f}", file=sys.stderr, flush=True)
 
     def on_preempted(self, step: int) -> None:
-        self.bar.close()
+        self._close()
 
     def on_train_failed(self, step: int, error: BaseException) -> None:
-        self.bar.close()
+        self._close()

@@ -106,7 +106,8 @@ def _print_summary(split: str, module: str, out: Path, source: str, seconds: flo
 
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     print(f"{utc_stamp()} {split}/{module}: {manifest['rows']} problems in {len(manifest['shards'])} shards -> {out} "
-          f"({'generated' if source == 'generate' else 'imported from the release'}, {seconds:.1f} s)", flush=True)
+          f"({'generated' if source == 'generate' else 'imported from the release'}, {seconds:.1f} s, "
+          f"{manifest['rows'] / max(seconds, 1e-9):.0f} problems/s)", flush=True)
 
 
 def run_data_stage(split: str, module: str, out: Path, data_cfg: dict, processes: int = 1) -> None:

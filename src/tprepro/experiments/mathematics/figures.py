@@ -16,12 +16,21 @@ from tprepro.io import atomic_path  # noqa: E402
 SPLITS = ("interpolate", "extrapolate")
 
 
-def module_figure(modules: pd.DataFrame, path: Path) -> None:
-    """Horizontal grouped bars: one panel per split, one bar per model and module."""
+def module_figure(modules: pd.DataFrame, path: Path, title: str = "") -> None:
+    """`draw_modules` saved as a PNG at `path`."""
+    fig = draw_modules(modules, title)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=120)
+    plt.close(fig)
+
+
+def draw_modules(modules: pd.DataFrame, title: str = "") -> plt.Figure:
+    """Horizontal grouped bars: one panel per split, one bar per model and module, each labelled
+    with its accuracy (so a 0% bar reads as 0%, not as missing); `title` (e.g. the budget) on top."""
     models = list(dict.fromkeys(modules["model"]))
     panels = [s for s in SPLITS if (modules["split"] == s).any()]
     heights = [max(2.0, 0.35 * len(models) * modules[modules["split"] == s]["module"].nunique()) for s in panels]
-    fig, axes = plt.subplots(len(panels), 1, figsize=(8, sum(heights) + 1),
+    fig, axes = plt.subplots(len(panels), 1, figsize=(8, sum(heights) + 1.5),
                              gridspec_kw={"height_ratios": heights}, squeeze=False)
     width = 0.8 / len(models)
     for ax, split in zip(axes[:, 0], panels):
@@ -30,15 +39,16 @@ def module_figure(modules: pd.DataFrame, path: Path) -> None:
         y = np.arange(len(names))
         for k, model in enumerate(models):
             acc = part[part["model"] == model].set_index("module")["accuracy"].reindex(names)
-            ax.barh(y + k * width, acc.to_numpy(), height=width, label=model)
+            bars = ax.barh(y + k * width, acc.to_numpy(), height=width, label=model)
+            ax.bar_label(bars, labels=[f"{a:.0%}" if a == a else "n/a" for a in acc], fontsize=7, padding=2)
         ax.set_yticks(y + width * (len(models) - 1) / 2, names, fontsize=8)
         ax.invert_yaxis()
-        ax.set_xlim(0, 1)
+        ax.set_xlim(0, 1.1)  # room for a 100% bar's label
         ax.set_xlabel("accuracy")
         ax.set_title(split)
         ax.grid(axis="x", alpha=0.3)
-    axes[0, 0].legend(loc="lower right", fontsize=8)
+    axes[0, 0].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)  # beside the bars, not over them
+    if title:
+        fig.suptitle(title, fontsize=9)
     fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=120)
-    plt.close(fig)
+    return fig

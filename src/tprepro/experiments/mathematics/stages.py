@@ -17,8 +17,8 @@ from tprepro.data.shards import Dataset, open_dataset
 from tprepro.errors import TpreproError
 from tprepro.experiments import mlflow_experiment
 from tprepro.pipeline import (MODEL_FILE, heldout_settings, model_config, publish_table, published_rows,
-                              read_train_metrics, train_model, training_run, training_summaries, write_evaluation,
-                              write_role_sharpness)
+                              read_train_metrics, require_model, train_model, training_run, training_summaries,
+                              write_evaluation, write_role_sharpness)
 
 
 def module_datasets(split_dirs: Sequence[Path], modules: Sequence[str]) -> list[tuple[str, str, Dataset]]:
@@ -40,8 +40,7 @@ def train_stage(params_path: str, name: str, seed: int, train_dirs: Sequence[Pat
                 out: Path, checkpoints: Path, heldout_dir: Path) -> dict:
     """Train one (model, seed); the learning curve scores a sample of `heldout_dir` (the interpolate split)."""
     params = load_params(params_path)
-    if name not in params["models"]:
-        raise TpreproError(f"{params_path}: models.{name}: no such model")
+    require_model(params_path, params["models"], name, "models")
     modules = params["grid"]["modules"]
     datasets = {f"{split}/{module}": ds for split, module, ds in module_datasets(train_dirs, modules)}
     heldout = heldout_settings(params, [ds for _, _, ds in module_datasets([heldout_dir], modules)], seed)
@@ -100,7 +99,8 @@ def tables_stage(params_path: str, eval_dir: Path, models_dir: Path, out: Mappin
                                published_rows(params, grid["models"], "mathematics"), budget)
     figures = {
         out["modules_csv"]: lambda path: write_csv(modules, path),
-        out["figure"]: lambda path: module_figure(modules, path),
+        out["figure"]: lambda path: module_figure(
+            modules, path, f"Mathematics Dataset: exact-match accuracy per module, pooled over seeds ({budget})"),
         out["curves"]: lambda path: curve_figure(
             curves, path, f"Mathematics Dataset: learning curves on the interpolate split ({budget})"),
     }

@@ -20,7 +20,7 @@ from tprepro.experiments import mlflow_experiment
 from tprepro.io import atomic_write_text
 from tprepro.experiments.n2f.tasks import TEST, TRAIN, get_task
 from tprepro.pipeline import (MODEL_FILE, model_config, publish_table, published_rows, read_train_metrics,
-                              train_model, training_run, training_summaries, write_evaluation)
+                              require_model, train_model, training_run, training_summaries, write_evaluation)
 
 VOCAB_FILE = "vocab.json"
 
@@ -82,8 +82,7 @@ def train_stage(params_path: str, task: str, name: str, seed: int, train_dir: Pa
     params = load_params(params_path)
     section = params["n2f"]
     settings = _task_settings(params, task, params_path)
-    if name not in section["models"]:
-        raise TpreproError(f"{params_path}: n2f.models: no model {name!r}")
+    require_model(params_path, section["models"], name, "n2f.models")
     spec = get_task(task)
     model = model_config(params, name, f"n2f.{task}.models")
     if model.family.tuple_arity != spec.arity:

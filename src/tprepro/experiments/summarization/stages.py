@@ -18,7 +18,7 @@ from tprepro.data.shards import iter_rows, open_dataset
 from tprepro.errors import TpreproError
 from tprepro.experiments import mlflow_experiment
 from tprepro.io import atomic_directory, atomic_write_text
-from tprepro.pipeline import (MODEL_FILE, model_config, publish_table, read_train_metrics, train_model,
+from tprepro.pipeline import (MODEL_FILE, model_config, publish_table, read_train_metrics, require_model, train_model,
                               training_run)
 from tprepro.experiments.summarization import SPLITS, TEST, TRAIN
 from tprepro.experiments.summarization.settings import release_path, summarization_train
@@ -84,8 +84,7 @@ def train_stage(params_path: str, dataset: str, name: str, data_dir: Path, out: 
     params = load_params(params_path)
     section = params["summarization"]
     _dataset_settings(params, dataset, params_path)
-    if name not in section["models"]:
-        raise TpreproError(f"{params_path}: {MODELS}.{name}: no such model")
+    require_model(params_path, section["models"], name, MODELS)
     config = TrainConfig.from_params({"train": summarization_train(params)})
     return train_model(name, section["seed"], model_config(params, name, MODELS), config,
                        {"train": open_dataset(data_dir / TRAIN)}, data_dir / SUBWORD_MODEL, out, checkpoints,

@@ -15,7 +15,8 @@ from tprepro.data.shards import open_dataset
 from tprepro.errors import TpreproError
 from tprepro.experiments import mlflow_experiment
 from tprepro.pipeline import (MODEL_FILE, heldout_settings, model_config, publish_table, published_rows,
-                              read_train_metrics, train_model, training_run, training_summaries, write_evaluation)
+                              read_train_metrics, require_model, train_model, training_run, training_summaries,
+                              write_evaluation)
 
 MODELS = "two_variable.models"
 RUN_PREFIX = "two_variable/"  # MLflow run names: two_variable/<model>-s<seed>, two_variable/tables
@@ -41,8 +42,7 @@ def train_stage(params_path: str, name: str, seed: int, train_dir: Path, vocab_p
     """Train one (model, seed); the learning curve scores a sample of `heldout_dir` (the test split)."""
     params = load_params(params_path)
     section = params["two_variable"]
-    if name not in section["models"]:
-        raise TpreproError(f"{params_path}: {MODELS}.{name}: no such model")
+    require_model(params_path, section["models"], name, MODELS)
     train = two_variable_train(params)
     heldout = heldout_settings(params, [open_dataset(heldout_dir)], seed, train)
     return train_model(name, seed, model_config(params, name, MODELS), TrainConfig.from_params(
