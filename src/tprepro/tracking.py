@@ -6,9 +6,11 @@ in the directory the pipeline runs from and both git-ignored; `mlflow ui
 store, so creating it and the experiment happens under a file lock.
 
 Each experiment (Mathematics, two-variable, N2F, summarization) has its own MLflow
-experiment, `<mlflow.prefix>-<name>`, created with its description, the training view as
-its landing page and a project-relative artifact location (`mlartifacts/<id>`, so a
-moved project keeps its artifacts; `mlflow ui` is started from the project folder).
+experiment, `<mlflow.prefix>-<name>`, created with its description, the experiment-type tag
+of model training and a project-relative artifact location (`mlartifacts/<id>`, so a moved
+project keeps its artifacts; `mlflow ui` is started from the project folder). MLflow 3.17's
+UI opens on its GenAI view whatever the tag says, so the run links printed in the logs carry
+`?workflowType=machine_learning`, which opens the training view.
 
 Runs of one pipeline invocation are children of one parent run per experiment, found by
 the invocation's key (tag `tprepro.invocation`): Snakemake's `onstart:` exports a fresh
@@ -49,7 +51,7 @@ from tprepro.train.requeue import INVOCATION_ENV
 DEFAULT_DB = "mlflow.db"
 DEFAULT_ARTIFACTS = "mlartifacts"
 INVOCATION_TAG = "tprepro.invocation"
-# MLflow 3 lands on a GenAI overview unless the experiment says it holds model training.
+# The experiment type MLflow 3 records (its UI's landing view is chosen in the browser: see above).
 EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}
 # A down server costs seconds, not MLflow's default minutes of retries.
 SERVER_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
@@ -394,7 +396,7 @@ class Run:
     @property
     def url(self) -> str:
         """Where a user finds this run: its page on a server, else the page `mlflow ui` serves."""
-        page = f"#/experiments/{self.experiment_id}/runs/{self.run_id}?workflowType=machine_learning"  # the training view
+        page = f"#/experiments/{self.experiment_id}/runs/{self.run_id}?workflowType=machine_learning"  # training view
         if self.uri.startswith("sqlite:"):
             return f"page {page} of `mlflow ui --backend-store-uri {portable_uri(self.uri)}`"
         return f"{self.uri.rstrip('/')}/{page}"
