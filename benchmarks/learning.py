@@ -52,17 +52,18 @@ ARCHS = {"transformer": "transformer_tiny", "tp_transformer": "tp_transformer_ti
 
 
 # ---- data ----------------------------------------------------------------------------------------
-def generate_sample(cache: Path, modules: list[str], per_module: int, rows_per_shard: int, seed: int) -> None:
-    """Write cache/<split>/<module> for every training split and module that is not there yet.
+def generate_sample(cache: Path, modules: list[str], per_module: int, rows_per_shard: int, seed: int,
+                    splits=TRAIN_SPLITS, test_per_module: int = 1) -> None:
+    """Write cache/<split>/<module> for every split and module that is not there yet.
 
     One generation interpreter runs the project's data stage for all missing datasets
     (one process: sympy's import is paid once).
     """
-    missing = [(s, m) for s in TRAIN_SPLITS for m in modules if not (cache / s / m / "manifest.json").is_file()]
+    missing = [(s, m) for s in splits for m in modules if not (cache / s / m / "manifest.json").is_file()]
     if not missing:
         return
     data_cfg = {"source": "generate", "release_root": None, "seed": seed, "train_per_module": per_module,
-                "test_per_module": 1, "rows_per_shard": rows_per_shard}
+                "test_per_module": test_per_module, "rows_per_shard": rows_per_shard}
     script = (
         "import json, sys\n"
         "from tprepro.experiments.mathematics.data_stage import run_data_stage\n"

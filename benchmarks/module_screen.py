@@ -1,0 +1,163 @@
+"""What a small model learns within a CPU budget: held-out accuracy per module (or expression type) over steps.
+
+Mathematics: trains one model on the union of candidate modules (the real generator through
+the project's data stage, train-easy/medium/hard; the project's Trainer and its IID stream)
+and, every `--eval-every` steps, scores greedy exact match on each module's interpolate
+sample, the split Table 1 reports. Two-variable: the same on the experiment's generated
+train split, scored per expression type on its test split. This is the measurement
+`workflow/configs/cpu.yaml` picks its modules and budgets from.
+
+    python benchmarks/module_screen.py --preset tp_transformer_tiny --steps 4000 --label tp
+    python benchmarks/module_screen.py --modules numbers__place_value comparison__pair --steps 500
+    python benchmarks/module_screen.py --experiment two_variable --preset aut_tiny --size 60000
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from learning import REPO, SIZES, generate_sample  # noqa: E402  (the learning benchmark's data helpers)
+
+from tprepro.data.shards import open_dataset  # noqa: E402
+from tprepro.data.vocab import build_vocab  # noqa: E402
+from tprepro.data.shards import iter_rows  # noqa: E402
+from tprepro.evaluate.evaluate import EvalSet, full_set, score  # noqa: E402
+from tprepro.experiments.mathematics.modules import INTERPOLATE, TRAIN_SPLITS  # noqa: E402
+from tprepro.experiments.two_variable.data import TEST, TRAIN, TYPES, write_two_variable  # noqa: E402
+from tprepro.io import atomic_write_text  # noqa: E402
+from tprepro.models.registry import resolve_model_config  # noqa: E402
+from tprepro.params import TrainConfig, load_params  # noqa: E402
+from tprepro.train.callbacks import Callback  # noqa: E402
+from tprepro.train.trainer import Trainer, TrainJob, unwrap  # noqa: E402
+
+# The modules a tiny model plausibly learns: single-answer selection, copying and comparison.
+CANDIDATES = ["numbers__place_value", "numbers__round_number", "comparison__pair", "comparison__sort",
+              "comparison__kth_biggest", "comparison__closest", "algebra__linear_1d",
+              "arithmetic__add_or_sub"]
+
+
+class ModuleAccuracy(Callback):
+    """Scores every module's interpolate set every `every` steps (and at the end)."""
+
+    def __init__(self, eval_sets, every: int, max_len: int):
+        self.eval_sets, self.every, self.max_len = eval_sets, every, max_len
+        self.points: list[dict] = []
+        self.trainer = None
+        self.started = time.perf_counter()
+
+    def on_train_start(self, trainer) -> None:
+        self.trainer = trainer
+
+    def on_log(self, step: int, metrics: dict[str, float]) -> None:
+        if step % self.every == 0 or step == self.trainer.config.steps:
+            self.evaluate(step, metrics["loss"])
+
+    def evaluate(self, step: int, loss: float) -> None:
+        model = unwrap(self.trainer.model)
+        model.eval()
+        accuracy = {s.module: score(model, self.trainer.job.vocab, s, 256, self.max_len)["accuracy"]
+                    for s in self.eval_sets}
+        model.train()
+        self.points.append({"step": step, "loss": loss, "seconds": time.perf_counter() - self.started,
+                            "accuracy": accuracy})
+        print(f"step {step:>6}  loss {loss:.3f}  " + "  ".join(f"{m.split('__')[-1][:12]} {a:.2f}"
+                                                             for m, a in accuracy.items()), flush=True)
+
+
+def mathematics_data(args):
+    """Training datasets per (split, module), interpolate eval sets per module, their vocabulary."""
+    cache = args.cache / f"n{args.per_module}-t{args.test_per_module}-s{args.seed}"
+    generate_sample(cache, args.modules, args.per_module, 1000, args.seed, splits=(*TRAIN_SPLITS, INTERPOLATE),
+                    test_per_module=args.test_per_module)
+    train = {f"{s}/{m}": open_dataset(cache / s / m) for s in TRAIN_SPLITS for m in args.modules}
+    tests = [open_dataset(cache / INTERPOLATE / m) for m in args.modules]
+    eval_sets = [full_set(INTERPOLATE, m, ds) for m, ds in zip(args.modules, tests)]
+    return train, eval_sets, build_vocab([*train.values(), *tests])
+
+
+def two_variable_data(args):
+    """The two-variable train split, test eval sets per expression type (`--test-per-module` each)."""
+    cache = args.cache / f"two_variable-n{args.size}-s{args.seed}"
+    if not (cache / TEST / "manifest.json").is_file():
+        write_two_variable(cache, seed=args.seed, size=args.size, test_fraction=0.1, rows_per_shard=4000)
+    train, test = open_dataset(cache / TRAIN), open_dataset(cache / TEST)
+    by_type: dict[str, list] = {t: [] for t in TYPES}
+    for row in iter_rows(test, columns=("question", "answer", "module")):
+        if len(by_type[row["module"]]) < args.test_per_module:
+            by_type[row["module"]].append((row["question"], row["answer"]))
+    return {TRAIN: train}, [EvalSet(TEST, t, rows) for t, rows in by_type.items()], build_vocab([train, test])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--experiment", default="mathematics", choices=["mathematics", "two_variable"])
+    parser.add_argument("--preset", default="tp_transformer_tiny", help="a registered model preset")
+    parser.add_argument("--model", default="tiny", choices=sorted(SIZES), help="sizes over the preset's")
+    parser.add_argument("--modules", nargs="+", default=CANDIDATES)
+    parser.add_argument("--steps", type=int, default=4000)
+    parser.add_argument("--eval-every", type=int, default=500)
+    parser.add_argument("--lr", type=float, default=None, help="default: the params file's train.lr")
+    parser.add_argument("--batch-size", type=int, default=None)
+    parser.add_argument("--bucket-width", type=int, default=None, help="default: the params file's; 1000 = none")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--per-module", type=int, default=3000, help="problems per module and training split")
+    parser.add_argument("--test-per-module", type=int, default=200, help="held-out problems per module or type")
+    parser.add_argument("--size", type=int, default=30000, help="two-variable problems in all (train + test)")
+    parser.add_argument("--cache", type=Path, default=REPO / "results/benchmarks/screen_data")
+    parser.add_argument("--params", type=Path, default=REPO / "workflow/configs/cpu.yaml",
+                        help="train: settings not set here")
+    parser.add_argument("--label", default="")
+    parser.add_argument("--out", type=Path, default=None, help="default results/benchmarks/module_screen-<label>.json")
+    args = parser.parse_args()
+
+    load = mathematics_data if args.experiment == "mathematics" else two_variable_data
+    train, eval_sets, vocab = load(args)
+
+    base = TrainConfig.from_params(load_params(args.params))
+    config = dataclasses.replace(base, steps=args.steps, lr=args.lr or base.lr,
+                                 batch_size=args.batch_size or base.batch_size,
+                                 bucket_width=args.bucket_width or base.bucket_width, log_every=min(50, args.eval_every),
+                                 checkpoint_every=args.steps, device="cpu", threads=args.threads, amp=False,
+                                 compile=False, processes=1)
+    model_cfg = resolve_model_config(args.preset, SIZES[args.model])
+    print(f"{args.preset} ({args.model}), {args.experiment}: {sum(ds.rows for ds in train.values())} training "
+          f"problems, {len(eval_sets)} eval sets; {config.steps} steps of {config.batch_size}, lr {config.lr}, "
+          f"warm-up {config.warmup_steps}", flush=True)
+    accuracy = ModuleAccuracy(eval_sets, args.eval_every, max_len=30)
+    job = TrainJob(name="screen", seed=args.seed, model=model_cfg, config=config,
+                   files=[ds.files for ds in train.values()], vocab=vocab, data_fingerprint="screen")
+    torch.set_num_threads(args.threads)
+    with tempfile.TemporaryDirectory() as tmp:
+        Trainer(job, Path(tmp) / "checkpoint.pt", callbacks=[accuracy]).fit()
+
+    out = args.out or REPO / f"results/benchmarks/module_screen-{args.label or args.preset}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out, json.dumps({"label": args.label, "argv": sys.argv[1:], "preset": args.preset,
+                                       "model": args.model, "train": dataclasses.asdict(config),
+                                       "points": accuracy.points}, indent=2) + "\n")
+    print_table(accuracy.points)
+    print(f"-> {out}")
+
+
+def print_table(points: list[dict]) -> None:
+    modules = list(points[-1]["accuracy"])
+    print("\n| module | " + " | ".join(str(p["step"]) for p in points) + " |")
+    print("|---|" + "---|" * len(points))
+    for m in modules:
+        print(f"| {m} | " + " | ".join(f"{100 * p['accuracy'][m]:.0f}" for p in points) + " |")
+    print("| loss | " + " | ".join(f"{p['loss']:.3f}" for p in points) + " |")
+    print("| seconds | " + " | ".join(f"{p['seconds']:.0f}" for p in points) + " |")
+
+
+if __name__ == "__main__":
+    main()
