@@ -107,6 +107,8 @@ def main() -> None:
     parser.add_argument("--eval-every", type=int, default=500)
     parser.add_argument("--lr", type=float, default=None, help="default: the params file's train.lr")
     parser.add_argument("--batch-size", type=int, default=None)
+    parser.add_argument("--schedule", default=None, choices=["constant", "inverse_sqrt", "cosine"],
+                        help="default: the params file's train.schedule")
     parser.add_argument("--bucket-width", type=int, default=None, help="default: the params file's; 1000 = none")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=1)
@@ -126,13 +128,14 @@ def main() -> None:
     base = TrainConfig.from_params(load_params(args.params))
     config = dataclasses.replace(base, steps=args.steps, lr=args.lr or base.lr,
                                  batch_size=args.batch_size or base.batch_size,
-                                 bucket_width=args.bucket_width or base.bucket_width, log_every=min(50, args.eval_every),
+                                 bucket_width=args.bucket_width or base.bucket_width,
+                                 schedule=args.schedule or base.schedule, log_every=min(50, args.eval_every),
                                  checkpoint_every=args.steps, device="cpu", threads=args.threads, amp=False,
                                  compile=False, processes=1)
     model_cfg = resolve_model_config(args.preset, SIZES[args.model])
     print(f"{args.preset} ({args.model}), {args.experiment}: {sum(ds.rows for ds in train.values())} training "
           f"problems, {len(eval_sets)} eval sets; {config.steps} steps of {config.batch_size}, lr {config.lr}, "
-          f"warm-up {config.warmup_steps}", flush=True)
+          f"warm-up {config.warmup_steps}, {config.schedule} schedule", flush=True)
     accuracy = ModuleAccuracy(eval_sets, args.eval_every, max_len=30)
     job = TrainJob(name="screen", seed=args.seed, model=model_cfg, config=config,
                    files=[ds.files for ds in train.values()], vocab=vocab, data_fingerprint="screen")

@@ -335,6 +335,15 @@ def test_inverse_sqrt_schedule_peaks_after_warmup():
     assert scheduled_lr(config(schedule="constant", warmup_steps=0), 8) == pytest.approx(1e-2)
 
 
+def test_cosine_schedule_warms_up_then_falls_to_zero_at_the_last_step():
+    c = config(schedule="cosine", warmup_steps=4, steps=12)  # 8 steps of cosine after the warm-up
+    rates = [scheduled_lr(c, step) for step in range(12)]
+    assert rates[:4] == pytest.approx([2.5e-3, 5e-3, 7.5e-3, 1e-2])
+    assert rates[7] == pytest.approx(5e-3)  # half-way through the decay: half the peak
+    assert rates[11] == pytest.approx(0.0, abs=1e-12)
+    assert all(a > b for a, b in zip(rates[3:], rates[4:]))  # strictly falling after the peak
+
+
 def test_optimizer_and_schedule_are_validated_and_default_to_adam(tmp_path):
     from helpers import load_default_params
 

@@ -286,6 +286,7 @@ class TrainConfig:
     max_requeues: int = 0  # Snakemake re-runs of a preempted job (`retries:`); each resumes its checkpoint
     optimizer: str = "adam"  # adam | adafactor (torch.optim.Adafactor; `lr` caps its relative step size)
     schedule: str = "constant"  # constant (after warm-up) | inverse_sqrt (peak at warmup_steps, then 1/sqrt(step))
+    #                             | cosine (peak at warmup_steps, half a cosine down to 0 at `steps`)
 
     @classmethod
     def from_params(cls, params: dict) -> "TrainConfig":

@@ -101,12 +101,18 @@ def make_optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.O
 
 
 def scheduled_lr(config: TrainConfig, step: int) -> float:
-    """The learning rate of 0-based `step`: linear warm-up over `warmup_steps`, then constant, or with
-    `schedule: inverse_sqrt` decaying as 1/sqrt(step) from its peak at the end of the warm-up."""
+    """The learning rate of 0-based `step`: linear warm-up over `warmup_steps`, then constant; with
+    `schedule: inverse_sqrt` decaying as 1/sqrt(step) from its peak at the end of the warm-up; with
+    `schedule: cosine` following half a cosine from that peak to 0 at `steps`."""
     warmup, n = config.warmup_steps, step + 1
     if config.schedule == "inverse_sqrt":
         return config.lr * (min(n / warmup, math.sqrt(warmup / n)) if warmup else 1.0 / math.sqrt(n))
-    return config.lr * (min(1.0, n / warmup) if warmup else 1.0)
+    if n <= warmup:
+        return config.lr * n / warmup
+    if config.schedule == "cosine":
+        progress = min(1.0, (n - warmup) / max(1, config.steps - warmup))  # 0 after warm-up .. 1 at the end
+        return config.lr * 0.5 * (1.0 + math.cos(math.pi * progress))
+    return config.lr
 
 
 # Settings that may change between a run and its resumption (e.g. extending `steps`).
