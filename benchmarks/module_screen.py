@@ -46,7 +46,7 @@ CANDIDATES = ["numbers__place_value", "numbers__round_number", "comparison__pair
 
 
 class ModuleAccuracy(Callback):
-    """Scores every module's interpolate set every `every` steps (and at the end)."""
+    """Greedy exact match on every held-out set (a module, or an expression type) every `every` steps and at the end."""
 
     def __init__(self, eval_sets, every: int, max_len: int):
         self.eval_sets, self.every, self.max_len = eval_sets, every, max_len
