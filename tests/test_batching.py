@@ -1,4 +1,4 @@
-"""Streaming mixed, length-bucketed batches: coverage, bucketing, bounded memory, exact resume."""
+"""Streaming mixed, length-sorted batches: coverage, pools and buckets, bounded memory, exact resume."""
 
 import itertools
 from collections import Counter
@@ -28,12 +28,57 @@ def test_one_epoch_visits_every_row_once(shards):
     assert stream.epoch == 0
 
 
-def test_batches_hold_similar_lengths(shards):
+def test_buckets_hold_one_length_class(shards):
     dataset, _ = shards
-    stream = BatchStream(dataset.files, build_vocab([dataset]), batch_size=8, bucket_width=4, seed=1)
+    stream = BatchStream(dataset.files, build_vocab([dataset]), batch_size=8, bucket_width=4, seed=1,
+                         batching="buckets")
     for _ in range(20):
         rows = stream.next_rows()
         assert len({(len(q) // 4, len(a) // 4) for q, a in rows}) == 1
+
+
+def test_a_pool_is_cut_into_length_sorted_batches_in_a_random_order(shards):
+    dataset, _ = shards
+    length = lambda row: (len(row[0]), len(row[1]))
+    leave_sorted = []
+    for seed in range(4):
+        stream = BatchStream(dataset.files, build_vocab([dataset]), batch_size=8, bucket_width=4, seed=seed,
+                             pool_batches=5)
+        pool = [stream.next_rows() for _ in range(5)]  # exactly one pool
+        assert not stream.pending
+        for batch in pool:
+            assert [length(r) for r in batch] == sorted(length(r) for r in batch)
+        ranges = sorted((length(b[0]), length(b[-1])) for b in pool)  # the batches tile the sorted pool
+        assert all(hi <= lo for (_, hi), (lo, _) in zip(ranges, ranges[1:]))
+        leave_sorted.append([length(b[0]) for b in pool] == [lo for lo, _ in ranges])
+    assert not all(leave_sorted)  # batches leave in a random order, not shortest first
+
+
+def test_pool_batches_spread_lengths_less_than_random_batches(shards):
+    dataset, _ = shards
+    vocab = build_vocab([dataset])
+
+    def spread(pool_batches):  # mean question-length range within a batch over one epoch
+        stream = BatchStream(dataset.files, vocab, batch_size=8, bucket_width=4, seed=1, pool_batches=pool_batches)
+        batches = [stream.next_rows() for _ in range(30)]
+        return sum(max(len(q) for q, _ in b) - min(len(q) for q, _ in b) for b in batches) / len(batches)
+
+    assert spread(15) < spread(1)
+
+
+@pytest.mark.parametrize("batching", ["pool", "buckets"])
+def test_every_row_leaves_once_per_epoch_in_either_order(shards, batching):
+    dataset, rows = shards
+    stream = BatchStream(dataset.files, build_vocab([dataset]), batch_size=8, bucket_width=1000, seed=2,
+                         batching=batching, pool_batches=3)
+    seen = Counter(tuple(r) for _ in range(len(rows) // 8) for r in stream.next_rows())
+    assert seen == Counter((r["question"], r["answer"]) for r in rows)
+
+
+def test_an_unknown_batching_is_refused(shards):
+    dataset, _ = shards
+    with pytest.raises(ValueError, match="unknown batching 'sorted'"):
+        BatchStream(dataset.files, build_vocab([dataset]), 8, 4, seed=1, batching="sorted")
 
 
 @pytest.fixture()
@@ -59,7 +104,7 @@ def test_memory_is_bounded_whatever_the_shard_count(modules):
 def test_every_epoch_visits_every_row_of_every_dataset_once(modules):
     datasets, vocab = modules
     stream = BatchStream([ds.files for ds in datasets], vocab, batch_size=1, bucket_width=1000, seed=5,
-                         shuffle_buffer=16, read_rows=9)
+                         shuffle_buffer=16, read_rows=9, pool_batches=1)  # pools may straddle epochs
     everything = Counter((r["question"], r["answer"]) for ds in datasets for r in iter_rows(ds))
     for epoch in range(2):
         seen = Counter(tuple(stream.next_rows()[0]) for _ in range(sum(everything.values())))
@@ -77,12 +122,13 @@ def test_seeds_change_the_order_and_equal_seeds_repeat_it(modules):
     assert draw(2) == draw(2) != draw(3)
 
 
-@pytest.mark.parametrize("buffer, read_rows", [(1, 1), (16, 7), (500, 1000)])
-def test_restored_stream_continues_identically(modules, buffer, read_rows):
+@pytest.mark.parametrize("buffer, read_rows, batching", [(1, 1, "buckets"), (16, 7, "buckets"),
+                                                         (500, 1000, "buckets"), (16, 7, "pool"), (500, 1000, "pool")])
+def test_restored_stream_continues_identically(modules, buffer, read_rows, batching):
     datasets, vocab = modules
     files = [ds.files for ds in datasets]
     make = lambda state=None: BatchStream(files, vocab, 6, 4, seed=7, shuffle_buffer=buffer,
-                                          read_rows=read_rows, state=state)
+                                          read_rows=read_rows, state=state, batching=batching, pool_batches=4)
     reference = make()
     expected = [reference.next_rows() for _ in range(150)]  # past the first epoch (420 rows)
     first = make()

@@ -1,4 +1,4 @@
-"""Streaming, IID-mixed, length-bucketed, resumable training batches.
+"""Streaming, IID-mixed, length-sorted, resumable training batches.
 
 Memory is bounded whatever the number of shards or rows: each dataset (e.g. one
 (split, module) directory) has one small reader that visits its shards in a
@@ -9,10 +9,18 @@ datasets in proportion to their sizes (a uniformly random interleaving), and
 each epoch visits every row exactly once. Rows then pass a shuffle buffer of
 `shuffle_buffer` rows (a random one leaves as each new one enters; the buffer
 drains before the next epoch starts), which breaks up what order remains inside
-a shard. Finally rows wait in buckets keyed by (question length, answer length)
-// bucket_width and leave as a batch when a bucket is full, so a batch holds
-similar lengths and padding stays small (bucket_width larger than any length
-turns bucketing off).
+a shard. Finally the rows are cut into batches, in one of two orders (`batching`):
+
+- `pool` (the default): `pool_batches` batches' worth of rows is drawn, sorted by
+  (question length, answer length) and cut into batches, which leave in a random
+  order; then the next pool is drawn. A batch holds similar lengths (little
+  padding) while every row still leaves within its pool, so the stream stays a
+  uniformly random order at the scale of a pool: fairseq's `batch_by_size` over a
+  shuffled index, made streaming. `pool_batches: 1` is plain random batches.
+- `buckets`: rows wait in buckets keyed by (question length, answer length)
+  // bucket_width and leave as a batch when a bucket is full. Batches are of one
+  length and so, on generated data, often of one module or template, and rare
+  lengths wait long: benchmarks/data_order.py measures what that costs.
 
 The whole stream position (epoch, each reader's shard, chunk and cursor, RNG
 state, the buffer and the waiting rows) is a plain dict: a checkpoint stores
@@ -37,6 +45,7 @@ if TYPE_CHECKING:  # annotations only: vocab.py imports collate from here
     from tprepro.data.vocab import Vocab
 
 Row = tuple[str, str]  # (question, answer)
+BATCHINGS = ("pool", "buckets")  # the batch orders of `train.batching`
 
 
 @dataclass
@@ -160,18 +169,24 @@ class BatchStream:
         shuffle_buffer: int = 1024,
         read_rows: int = 1024,
         state: dict | None = None,
+        batching: str = "pool",
+        pool_batches: int = 16,
     ):
         self.datasets = as_datasets(files)
         if not any(self.datasets):
             raise ValueError("BatchStream needs at least one shard")
-        if shuffle_buffer < 1 or read_rows < 1:
-            raise ValueError("BatchStream: shuffle_buffer and read_rows must be positive")
+        if shuffle_buffer < 1 or read_rows < 1 or pool_batches < 1:
+            raise ValueError("BatchStream: shuffle_buffer, read_rows and pool_batches must be positive")
+        if batching not in BATCHINGS:
+            raise ValueError(f"BatchStream: unknown batching {batching!r}; known: {', '.join(BATCHINGS)}")
         self.sizes = [sum(parquet_rows(f) for f in group) for group in self.datasets]
         if not sum(self.sizes):
             raise TpreproError(f"{self.datasets[0][0].parent}: the training data has no rows")
         self.vocab = vocab
         self.batch_size = batch_size
         self.bucket_width = bucket_width
+        self.batching = batching
+        self.pool_batches = pool_batches
         self.seed = seed
         self.shuffle_buffer = shuffle_buffer
         self.read_rows = read_rows
@@ -179,6 +194,7 @@ class BatchStream:
         self.rng = random.Random(f"{seed}:stream")
         self.buffer: list[Row] = []
         self.buckets: dict[tuple[int, int], list[Row]] = {}
+        self.pending: list[list[Row]] = []  # the current pool's batches not yet handed out
         self._start_epoch(0)
         if state is not None:
             self._restore(state)
@@ -212,7 +228,23 @@ class BatchStream:
         return self.buffer.pop()
 
     def next_rows(self) -> list[Row]:
-        """The next full bucket of (question, answer) rows."""
+        """The next batch of (question, answer) rows, in the order `batching` names."""
+        if self.batching == "buckets":
+            return self._next_bucket()
+        if not self.pending:
+            self.pending = self._sorted_pool()
+        return self.pending.pop()
+
+    def _sorted_pool(self) -> list[list[Row]]:
+        """`pool_batches` batches cut from a length-sorted pool of the next rows, in a random order."""
+        pool = [self._next_row() for _ in range(self.pool_batches * self.batch_size)]
+        pool.sort(key=lambda row: (len(row[0]), len(row[1])))  # stable: equal lengths keep the random order
+        batches = [pool[start : start + self.batch_size] for start in range(0, len(pool), self.batch_size)]
+        self.rng.shuffle(batches)
+        return batches
+
+    def _next_bucket(self) -> list[Row]:
+        """The next full bucket of rows of similar (question, answer) lengths."""
         width = self.bucket_width
         while True:
             question, answer = self._next_row()
@@ -228,9 +260,9 @@ class BatchStream:
             yield self.vocab.collate(self.next_rows())
 
     def held_rows(self) -> int:
-        """Rows in memory: the readers' chunks, the shuffle buffer and the buckets."""
+        """Rows in memory: the readers' chunks, the shuffle buffer, the buckets and the pool's batches."""
         return (sum(len(r.rows) for r in self.readers) + len(self.buffer)
-                + sum(len(rows) for rows in self.buckets.values()))
+                + sum(len(rows) for rows in self.buckets.values()) + sum(len(rows) for rows in self.pending))
 
     def state_dict(self) -> dict:
         return {
@@ -239,6 +271,7 @@ class BatchStream:
             "rng": self.rng.getstate(),
             "buffer": list(self.buffer),  # copies: rows keep moving
             "buckets": [(list(k), list(rows)) for k, rows in self.buckets.items()],
+            "pending": [list(rows) for rows in self.pending],
         }
 
     def _restore(self, state: dict) -> None:
@@ -248,6 +281,7 @@ class BatchStream:
         self.rng.setstate(_as_rng_state(state["rng"]))
         self.buffer = [tuple(row) for row in state["buffer"]]
         self.buckets = {tuple(k): [tuple(r) for r in rows] for k, rows in state["buckets"]}
+        self.pending = [[tuple(r) for r in rows] for rows in state.get("pending", [])]  # absent before pools
 
 
 def _as_rng_state(state) -> tuple:

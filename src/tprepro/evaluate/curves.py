@@ -17,7 +17,6 @@ from typing import Callable, Sequence
 import pandas as pd
 import torch
 
-from tprepro.data.batching import collate
 from tprepro.data.shards import Dataset
 from tprepro.io import atomic_path
 from tprepro.train.callbacks import Callback
@@ -43,28 +42,40 @@ def heldout_sample(datasets: Sequence[Dataset], size: int, seed: int) -> list[tu
 
 
 @torch.no_grad()
-def heldout_scores(model: torch.nn.Module, vocab, rows: Sequence[tuple[str, str]], batch_size: int,
-                   max_len: int) -> dict[str, float]:
-    """Mean token loss (teacher forcing) and greedy exact match of `model` on `rows`."""
-    from tprepro.evaluate.evaluate import predict_ids
-    from tprepro.train.trainer import sequence_loss
+def heldout_loss(model: torch.nn.Module, codec, rows: Sequence[tuple[str, str]], batch_size: int) -> float:
+    """Mean teacher-forced loss per target unit (token, or tuple) of `model` on `rows`, in any codec."""
+    from tprepro.train.trainer import target_loss, unwrap
 
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
     try:
-        loss_sum, tokens = 0.0, 0
+        loss_sum, units = 0.0, 0
         for start in range(0, len(rows), batch_size):
-            batch = collate(rows[start : start + batch_size], vocab).to(device)
-            count = batch.n_tokens
-            logits = model(batch.src, batch.tgt_in)  # [B, T, V]
-            loss_sum += float(sequence_loss(logits.float(), batch.tgt_out, vocab.pad_id)) * count
-            tokens += count
+            batch = codec.collate(rows[start : start + batch_size]).to(device)
+            output = model(batch.src, batch.tgt_in)  # logits [B, T, V], or a model's own output
+            loss_sum += float(target_loss(unwrap(model), output, batch.tgt_out, codec.pad_id, "sum"))
+            units += batch.n_tokens
+    finally:
+        model.train(was_training)
+    return loss_sum / max(units, 1)
+
+
+@torch.no_grad()
+def heldout_scores(model: torch.nn.Module, vocab, rows: Sequence[tuple[str, str]], batch_size: int,
+                   max_len: int) -> dict[str, float]:
+    """Mean token loss (teacher forcing) and greedy exact match of `model` on `rows`."""
+    from tprepro.evaluate.evaluate import predict_ids
+
+    was_training = model.training
+    model.eval()
+    try:
+        loss = heldout_loss(model, vocab, rows, batch_size)
         outputs = predict_ids(model, vocab, [q for q, _ in rows], batch_size, max_len)
         correct = sum(vocab.exact_match(ids, answer) for ids, (_, answer) in zip(outputs, rows))
     finally:
         model.train(was_training)
-    return {"heldout_loss": loss_sum / max(tokens, 1), "heldout_exact_match": correct / len(rows)}
+    return {"heldout_loss": loss, "heldout_exact_match": correct / len(rows)}
 
 
 def read_curve(path: Path) -> pd.DataFrame:

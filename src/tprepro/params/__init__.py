@@ -275,7 +275,7 @@ class TrainConfig:
     warmup_steps: int  # linear warm-up steps (the paper: none)
     checkpoint_every: int  # write a resumable checkpoint every N steps (and at the end)
     log_every: int  # report loss / learning rate / throughput every N steps
-    bucket_width: int  # length-bucket width in characters (batches hold similar lengths)
+    bucket_width: int  # batching: buckets: length-bucket width in characters
     shuffle_buffer: int  # rows in the stream's shuffle buffer (data/batching.py)
     read_rows: int  # rows each dataset's reader holds at once: memory ~ datasets x this + shuffle_buffer
     device: str  # auto | cpu | cuda
@@ -287,6 +287,8 @@ class TrainConfig:
     optimizer: str = "adam"  # adam | adafactor (torch.optim.Adafactor; `lr` caps its relative step size)
     schedule: str = "constant"  # constant (after warm-up) | inverse_sqrt (peak at warmup_steps, then 1/sqrt(step))
     #                             | cosine (peak at warmup_steps, half a cosine down to 0 at `steps`)
+    batching: str = "pool"  # batch order (data/batching.py): pool (length-sorted pools) | buckets (of bucket_width)
+    pool_batches: int = 16  # batching: pool: batches cut from each length-sorted pool of rows (1: random batches)
 
     @classmethod
     def from_params(cls, params: dict) -> "TrainConfig":

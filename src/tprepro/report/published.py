@@ -1,8 +1,11 @@
 """Results over seeds beside the papers' published numbers.
 
 Every table stage computes its metrics once per (model, seed), then `over_seeds`
-gives each model's mean, sample standard deviation and seed count, and `cell`
-writes one markdown cell: ours ± std, the paper's number and the difference.
+gives each model's mean, sample standard deviation and seed count, and its paired
+difference from the table's first model over the seeds both share (mean and 95% t
+interval: whether an ordering holds beyond seed noise); `cell` writes one markdown
+cell: ours ± std, the paper's number and the difference, and `paired_note` the line
+of paired differences under a table.
 The published numbers live in `published.yaml` beside this module.
 """
 
@@ -16,6 +19,7 @@ from typing import Sequence
 
 import pandas as pd
 import yaml
+from scipy import stats
 
 from tprepro.errors import TpreproError
 
@@ -59,16 +63,49 @@ def published(table: str) -> PublishedTable:
 def over_seeds(per_seed: pd.DataFrame, metrics: Sequence[str], keep: Sequence[str] = ()) -> pd.DataFrame:
     """One row per model from one row per (model, seed): each metric's mean and `<metric>_std`
     (sample standard deviation; NaN for a single seed), `seeds`, and the first value of each
-    `keep` column (settings equal across seeds, e.g. parameters). Models keep their order."""
+    `keep` column (settings equal across seeds, e.g. parameters). Models keep their order.
+
+    Each model after the first also gets `<metric>_paired`, `_paired_low`, `_paired_high`: the
+    mean over shared seeds of (model − first model) and its 95% t interval (NaN under 2 shared seeds)."""
     rows = []
-    for model, group in per_seed.groupby("model", sort=False):
+    groups = list(per_seed.groupby("model", sort=False))
+    reference = groups[0][1].set_index("seed") if groups else None
+    for index, (model, group) in enumerate(groups):
         row = {"model": model, **{column: group[column].iloc[0] for column in keep}, SEEDS: len(group)}
         for metric in metrics:
             values = group[metric].astype(float)
             row[metric] = values.mean()
             row[f"{metric}_std"] = values.std(ddof=1) if len(values) > 1 else float("nan")
+            if index:
+                row.update(_paired(group.set_index("seed")[metric], reference[metric], metric))
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _paired(values: pd.Series, reference: pd.Series, metric: str) -> dict[str, float]:
+    """Mean of (values − reference) over the seeds both have, with its 95% t interval."""
+    differences = (values.astype(float) - reference.astype(float)).dropna()
+    n = len(differences)
+    mean = differences.mean() if n else float("nan")
+    half = (stats.t.ppf(0.975, n - 1) * differences.std(ddof=1) / math.sqrt(n)) if n > 1 else float("nan")
+    return {f"{metric}_paired": mean, f"{metric}_paired_low": mean - half, f"{metric}_paired_high": mean + half}
+
+
+def paired_note(table: pd.DataFrame, columns: dict[str, str]) -> str:
+    """The caption line of paired differences: each model − the first, per column (`metric` -> header),
+    in percentage points with the 95% interval; or why there are none."""
+    reference = table["model"].iloc[0]
+    shared = [row for row in table.to_dict("records")[1:]
+              if any(not math.isnan(row.get(f"{m}_paired_low", float("nan"))) for m in columns)]
+    if not shared:
+        return f"Paired differences from {reference} need 2 or more seeds of both models."
+    parts = []
+    for row in shared:
+        cells = [f"{header} {row[f'{m}_paired'] * 100:+.2f} [{row[f'{m}_paired_low'] * 100:+.2f}, "
+                 f"{row[f'{m}_paired_high'] * 100:+.2f}]" for m, header in columns.items()]
+        parts.append(f"{row['model']}: " + ", ".join(cells))
+    return (f"Paired over seeds, model − {reference} in percentage points [95% t interval; "
+            f"an interval that excludes 0 is an ordering beyond seed noise]: " + "; ".join(parts) + ".")
 
 
 def _number(value: float, percent: bool) -> str:

@@ -10,7 +10,8 @@ import pandas as pd
 
 from tprepro.errors import TpreproError
 from tprepro.io import atomic_path, atomic_write_text
-from tprepro.report.published import PublishedRow, cell, comparison_note, over_seeds, published, seeds_note
+from tprepro.report.published import (PublishedRow, cell, comparison_note, over_seeds, paired_note, published,
+                                      seeds_note)
 
 EVAL_COLUMNS = ["model", "seed", "module", "split", "n", "correct", "accuracy"]
 MODULE_COLUMNS = ["model", "module", "split", "n", "correct", "accuracy"]
@@ -88,7 +89,9 @@ def table1_markdown(table: pd.DataFrame, threshold: float, n_interp: int, n_extr
                  cell(r, "interpolation_above", paper, percent=False),
                  cell(r, "extrapolation_acc", paper), cell(r, "extrapolation_above", paper, percent=False)]
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", comparison_note(paper_table)]
+    lines += ["", paired_note(table, {"train_acc": "train", "interpolation_acc": "interpolation",
+                                      "extrapolation_acc": "extrapolation"}),
+              comparison_note(paper_table)]
     rows = [f"{model}: {paper.row}" for model, paper in papers.items() if paper is not None]
     if rows:
         lines.append("Paper rows: " + "; ".join(rows) + ".")

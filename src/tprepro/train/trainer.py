@@ -1,4 +1,4 @@
-"""The training loop: Adam (or Adafactor) with gradient-norm clipping, streaming bucketed batches,
+"""The training loop: Adam (or Adafactor) with gradient-norm clipping, streaming length-sorted batches,
 atomic checkpoints every N steps, and exact resume.
 
 A resumed run restores weights, optimiser moments, the step, the batch-stream
@@ -86,9 +86,18 @@ def sequence_loss(logits: torch.Tensor, targets: torch.Tensor, pad_id: int) -> t
     return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=pad_id)
 
 
-# Settings left out of the fingerprint while at these defaults, so checkpoints written before the
-# settings existed still resume.
-_FINGERPRINT_DEFAULTS = {"optimizer": "adam", "schedule": "constant"}
+def target_loss(module: torch.nn.Module, output, tgt_out: torch.Tensor, pad_id: int, reduction: str) -> torch.Tensor:
+    """The loss of `output` (logits [B, T, V], or a model's own output) against `tgt_out`, summed or
+    averaged ("sum" | "mean") over its non-pad target units; a `TargetLoss` model (e.g. the N2F models'
+    tuple loss, Eq. 12 of TP-N2F) computes its own. `module` is the unwrapped model."""
+    if isinstance(module, TargetLoss):
+        return module.target_loss(output, tgt_out, reduction)
+    return F.cross_entropy(output.flatten(0, 1), tgt_out.flatten(), ignore_index=pad_id, reduction=reduction)
+
+
+# Settings left out of the fingerprint while at these values (what a run did before the setting
+# existed), so checkpoints written before the settings existed still resume.
+_FINGERPRINT_DEFAULTS = {"optimizer": "adam", "schedule": "constant", "batching": "buckets", "pool_batches": 16}
 
 
 def make_optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
@@ -138,14 +147,8 @@ def optimizer_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, bat
     with torch.autocast(batch.src.device.type, dtype=torch.bfloat16, enabled=amp):
         output = model(batch.src, batch.tgt_in)  # logits [B, T, V], or a model's own output
         module = unwrap(model)
-        if isinstance(module, TargetLoss):  # e.g. the N2F models' tuple loss (Eq. 12 of TP-N2F)
-            loss = (module.target_loss(output, batch.tgt_out, "mean") if token_weight is None
-                    else token_weight * module.target_loss(output, batch.tgt_out, "sum"))
-        elif token_weight is None:
-            loss = sequence_loss(output, batch.tgt_out, pad_id)
-        else:
-            loss = token_weight * F.cross_entropy(output.flatten(0, 1), batch.tgt_out.flatten(),
-                                                  ignore_index=pad_id, reduction="sum")
+        loss = (target_loss(module, output, batch.tgt_out, pad_id, "mean") if token_weight is None
+                else token_weight * target_loss(module, output, batch.tgt_out, pad_id, "sum"))
         if isinstance(module, AuxiliaryLoss):
             loss = loss + module.auxiliary_loss()
     optimizer.zero_grad(set_to_none=True)
@@ -217,7 +220,7 @@ class Trainer:
         self.stream = BatchStream(
             job.files, job.vocab, job.config.batch_size, job.config.bucket_width,
             seed=job.seed, shuffle_buffer=job.config.shuffle_buffer, read_rows=job.config.read_rows,
-            state=self.stream_state,
+            state=self.stream_state, batching=job.config.batching, pool_batches=job.config.pool_batches,
         )
         self.net = self.model  # what the loop calls: the model, wrapped for DDP / compiled
         if self.world.distributed:

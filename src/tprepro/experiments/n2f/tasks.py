@@ -16,7 +16,8 @@ import pandas as pd
 
 from tprepro.experiments.n2f.tuples import Program
 from tprepro.errors import TpreproError
-from tprepro.report.published import PublishedRow, cell, comparison_note, over_seeds, published, seeds_note
+from tprepro.report.published import (PublishedRow, cell, comparison_note, over_seeds, paired_note, published,
+                                      seeds_note)
 
 TRAIN, TEST = "train", "test"
 
@@ -89,7 +90,8 @@ class N2FTask:
                      for key, column in columns.items()]
             lines.append(f"| {row['model']} | {row['parameters'] / 1e6:.2f}M | {row['steps']} | "
                          + " | ".join(cells) + " |")
-        lines += ["", comparison_note(published(self.name))]
+        lines += ["", paired_note(table, {key: column.header for key, column in columns.items()}),
+                  comparison_note(published(self.name))]
         return "\n".join(lines) + "\n"
 
 

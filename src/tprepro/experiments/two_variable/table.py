@@ -15,7 +15,8 @@ import pandas as pd
 
 from tprepro.experiments.two_variable.data import TYPES
 from tprepro.errors import TpreproError
-from tprepro.report.published import PublishedRow, cell, comparison_note, over_seeds, published, seeds_note
+from tprepro.report.published import (PublishedRow, cell, comparison_note, over_seeds, paired_note, published,
+                                      seeds_note)
 
 DISPLAY = {"a+a": "a+a", "a-a": "a−a", "a*a": "a×a", "a+b": "a+b", "a-b": "a−b", "a*b": "a×b"}
 
@@ -60,5 +61,5 @@ def type_table_markdown(table: pd.DataFrame, papers: dict[str, PublishedRow | No
                  *(cell(r, t, paper) for t in (*TYPES, "overall")),
                  f"{r['seconds_per_step']:.3f}", f"{r['train_seconds']:.0f}", f"{r['time_vs_first']:.2f}×"]
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", comparison_note(published("two_variable"))]
+    lines += ["", paired_note(table, {"overall": "overall"}), comparison_note(published("two_variable"))]
     return "\n".join(lines) + "\n"
