@@ -74,15 +74,18 @@ def test_unreadable_params_file_is_named(tmp_path):
 
 
 def test_snakemake_config_overrides_are_validated_and_written_for_the_jobs(tmp_path, monkeypatch):
-    from tprepro.params import PARAMS_ENV, RESOLVED_PARAMS, load_params, snakemake_params
+    from tprepro.params import PARAMS_ENV, RESOLVED_DIR, load_params, snakemake_params
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv(PARAMS_ENV, "")  # recorded, so the export below is undone after the test
     source = str(REPO / "params.yaml")
     path, params = snakemake_params({"params": source, "train.steps": 7, "models.transformer.d_ff": 96})
-    assert path == RESOLVED_PARAMS and os.environ[PARAMS_ENV] == RESOLVED_PARAMS
+    assert path.startswith(f"{RESOLVED_DIR}/params-") and os.environ[PARAMS_ENV] == path
     assert params["train"]["steps"] == 7 and params["models"]["transformer"]["d_ff"] == 96
     assert load_params(path) == params  # the jobs read exactly these settings
+    other, _ = snakemake_params({"params": source, "train.steps": 8})
+    assert other != path and load_params(path)["train"]["steps"] == 7  # another invocation's file is its own
+    assert snakemake_params({"params": source, "train.steps": 7, "models.transformer.d_ff": 96})[0] == path
     assert snakemake_params({"params": source})[0] == source  # no overrides: the file itself
     with pytest.raises(TpreproError, match=r"with --config train.stepz: train.stepz: .*'stepz' was unexpected"):
         snakemake_params({"params": source, "train.stepz": 7})
@@ -100,5 +103,37 @@ def test_snakemake_runs_its_jobs_with_the_overridden_settings(tmp_path):
     out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "2", "--config", "train={steps: 7, lr: 0.002}"],
                          cwd=root, env=tool_env(), capture_output=True, text=True, check=True).stdout
     assert "train" in out
-    train = yaml.safe_load((root / ".snakemake/tprepro/params.yaml").read_text())["train"]
+    [written] = (root / ".snakemake/tprepro").glob("params-*.yaml")
+    train = yaml.safe_load(written.read_text())["train"]
     assert train["steps"] == 7 and train["lr"] == 0.002 and train["batch_size"] == 64  # merged, typed
+
+
+@pytest.mark.slow
+def test_a_dry_run_with_other_overrides_cannot_change_a_running_jobs_settings(tmp_path, generate_python):
+    """Two real data jobs under `--config data={train_per_module: 30}` while dry runs ask for 50 again
+    and again: both jobs write 30 problems (before issue 25 every invocation shared one settings file,
+    and the job that started after a dry run wrote 50)."""
+    import json
+    import subprocess
+    import sys
+
+    from helpers import copy_project, tool_env
+
+    root = copy_project(tmp_path / "repo")
+    targets = [f"data/mathematics/train-easy/{module}" for module in ("numbers__place_value", "numbers__round_number")]
+    snakemake = [sys.executable, "-m", "snakemake", "--cores", "1"]
+    env = tool_env(TPREPRO_GENERATE_PYTHON=generate_python)
+    job = subprocess.Popen([*snakemake, *targets, "--config", "data={train_per_module: 30, rows_per_shard: 1000}"],
+                           cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    dry_runs = 0
+    while job.poll() is None and dry_runs < 20:  # the jobs run for seconds: dry runs land between them
+        dry = subprocess.run([*snakemake, "-n", *targets, "--config", "data={train_per_module: 50}"], cwd=root,
+                             env=env, capture_output=True, text=True)
+        assert dry.returncode == 0, dry.stdout + dry.stderr
+        dry_runs += 1
+    output, _ = job.communicate(timeout=600)
+    assert job.returncode == 0, output
+    assert dry_runs >= 1
+    for target in targets:
+        assert json.loads((root / target / "manifest.json").read_text())["rows"] == 30, target
+    assert len(list((root / ".snakemake/tprepro").glob("params-*.yaml"))) == 2

@@ -25,7 +25,7 @@ DEFAULT_PARAMS = "params.yaml"
 # Snakemake points its jobs at the params file it resolved (--config params=FILE, key=value overrides)
 # through this variable; the `--params` option of every stage defaults to it, then to params.yaml.
 PARAMS_ENV = "TPREPRO_PARAMS"
-RESOLVED_PARAMS = ".snakemake/tprepro/params.yaml"  # where Snakemake writes params with --config overrides
+RESOLVED_DIR = ".snakemake/tprepro"  # params-<digest>.yaml: the settings of a Snakemake run with --config overrides
 
 
 def default_params_path() -> str:
@@ -327,9 +327,13 @@ def snakemake_params(config: dict) -> tuple[str, dict]:
     """The params file and validated settings of a Snakemake invocation, exported to its jobs.
 
     `--config params=FILE` picks the file; any other `--config section={key: value}` (YAML)
-    overrides those keys of that section. With overrides the merged settings are validated like a file (errors name the key)
-    and written to RESOLVED_PARAMS, which every job then reads; DVC keeps reading params.yaml.
+    overrides those keys of that section. With overrides the merged settings are validated like a file
+    (errors name the key) and written to `RESOLVED_DIR/params-<digest>.yaml`, named by their content:
+    another invocation with other overrides (a dry run beside a running one, say) writes a file of its
+    own and never changes the settings a running job reads. DVC keeps reading params.yaml.
     """
+    import hashlib
+
     from tprepro.io import atomic_write_text
 
     path = str(config.get("params", DEFAULT_PARAMS))
@@ -338,7 +342,9 @@ def snakemake_params(config: dict) -> tuple[str, dict]:
     if overrides:
         source = f"{path} with --config {' '.join(sorted(overrides))}"
         params = validate_params(apply_overrides(params, overrides), source)
-        path = RESOLVED_PARAMS
-        atomic_write_text(path, f"# {source}\n" + yaml.safe_dump(params, sort_keys=False))
+        body = yaml.safe_dump(params, sort_keys=False)
+        path = f"{RESOLVED_DIR}/params-{hashlib.sha256(body.encode()).hexdigest()[:16]}.yaml"
+        if not Path(path).is_file():  # same settings, same file: written once, never rewritten
+            atomic_write_text(path, f"# {source}\n" + body)
     os.environ[PARAMS_ENV] = path
     return path, params
