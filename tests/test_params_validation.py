@@ -108,3 +108,16 @@ def test_snakemake_refuses_the_params_file_at_parse_time(tmp_path, edit, message
     assert out.returncode != 0
     assert f"params.yaml: {message}" in out.stdout + out.stderr
     assert "Job stats" not in out.stdout
+
+
+@pytest.mark.parametrize("section", ["models", "two_variable.models", "summarization.models",
+                                     "n2f.algolisp.models", "n2f.mathqa.models"])
+def test_every_models_mapping_refuses_names_that_are_not_plain(section):
+    """A model name becomes a folder and a wildcard: `../x` in any models mapping is refused, naming it."""
+    params = load_default_params()
+    models = params
+    for key in section.split("."):
+        models = models[key]
+    models["../escape"] = dict(next(iter(models.values())))
+    with pytest.raises(TpreproError, match=rf"params.yaml: {re.escape(section)}: '../escape' does not match"):
+        validate_params(params, "params.yaml")

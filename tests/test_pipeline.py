@@ -6,6 +6,7 @@ A micro configuration (2 modules, 1 extrapolation module, a few steps) keeps eac
 import contextlib
 import json
 import re
+import shutil
 import subprocess
 import sys
 
@@ -146,6 +147,17 @@ def test_snakemake_pipeline_end_to_end(project, generate_python):
                     "interpret_reconstruction": 1}
     plan = snakemake(root, generate_python, "-n", "-p")
     assert "--model tp_transformer" in plan and "--model transformer " not in plan
+
+    # A finished run whose model folder is lost (Snakemake removes a failed job's outputs): the rerun
+    # finds the finished checkpoint, trains nothing and re-creates every declared output (issue 25).
+    folder = root / "models/transformer-s1"
+    curve = (folder / "learning_curve.csv").read_bytes()
+    shutil.rmtree(folder)
+    out = snakemake(root, generate_python, "models/transformer-s1/learning_curve.csv")
+    assert "1 of 1 steps (100%) done" in out
+    assert "nothing to train" in (root / "logs/train/transformer-s1.log").read_text()
+    assert (folder / "learning_curve.csv").read_bytes() == curve
+    assert {p.name for p in folder.iterdir()} >= {"model.pt", "train_metrics.json", "learning_curve.csv"}
 
 
 def test_dvc_pipeline_end_to_end(project, generate_python):

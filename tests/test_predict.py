@@ -50,6 +50,19 @@ def test_predict_errors_name_what_is_missing(tmp_path, model_dir):
     assert result.returncode == 2 and "absent.txt: cannot read questions" in result.stderr
 
 
+def test_predict_refuses_empty_and_undecodable_questions_in_one_line(tmp_path, model_dir):
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes("What is 2 + 3?\nCombien font 2 \u00d7 3 ?\n".encode("latin-1"))
+    result = tprepro("predict", "--model-dir", str(model_dir), "--file", str(latin1))
+    assert result.returncode == 2 and result.stderr.strip().splitlines() == [
+        f"tprepro predict: error: {latin1}: line 2 is not UTF-8 text (invalid continuation byte at byte 15)"]
+    result = tprepro("predict", "--model-dir", str(model_dir), "--file", "-", stdin="\n  \n")
+    assert result.returncode == 2 and "stdin: no question in it (one per line)" in result.stderr
+    result = tprepro("predict", "--model-dir", str(model_dir), "What is 1 + 1?", "  ")
+    assert result.returncode == 2 and "question 2 is empty" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_version():
     from tprepro import __version__
 

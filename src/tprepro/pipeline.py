@@ -120,7 +120,8 @@ def train_model(name: str, seed: int, model, config: TrainConfig, datasets: dict
         datasets={label: DatasetRecord(str(ds.directory), hashes[label], ds.rows, len(ds.files))
                   for label, ds in datasets.items()},
     )
-    finished = finished_run(out, job)
+    curve = heldout is not None and bool(heldout.rows)
+    finished = finished_run(out, job, [CURVE_FILE] if curve else [])
     if finished is not None:
         print(f"[{job.name}] {out / MODEL_FILE} is already trained to step {finished['steps']} under these "
               f"settings; nothing to do (its {TRAIN_METRICS} is kept)")
@@ -137,10 +138,14 @@ def train_model(name: str, seed: int, model, config: TrainConfig, datasets: dict
         sample = read_columns(next(iter(datasets.values())).files[0], columns).slice(0, ROLE_SAMPLE)
         rows = list(zip(*(sample.column(name).to_pylist() for name in columns)))
         trainer.callbacks.append(RoleSharpnessCallback(rows, batch_size=ROLE_SAMPLE, log_metrics=log_step_metrics))
-    if trainer.world.is_main and heldout is not None and heldout.rows:
+    if trainer.world.is_main and curve:
         trainer.callbacks.append(LearningCurve(heldout, checkpoints / CURVE_FILE, out / CURVE_FILE,
                                                log_metrics=log_step_metrics))
     summary = trainer.fit()
+    if trainer.finished is not None:  # trained before, its outputs lost (a failed rerun, a preemption): re-create them
+        for callback in trainer.callbacks:
+            if isinstance(callback, LearningCurve):
+                callback.export_curve()
     trainer.export(out / MODEL_FILE)
     trainer.world.close()
     if not trainer.world.is_main:  # data-parallel rank > 0: rank 0 reports
@@ -176,11 +181,12 @@ def run_description(name: str, seed: int, model, config: TrainConfig, datasets: 
             f"{config.steps} steps of batch {config.batch_size}, lr {config.lr:g}, on {shown}.")
 
 
-def finished_run(out: Path, job) -> dict | None:
-    """The summary in `out/train_metrics.json` if `out/model.pt` is this job, trained to its last step."""
+def finished_run(out: Path, job, other_outputs: Sequence[str] = ()) -> dict | None:
+    """The summary in `out/train_metrics.json` if `out/model.pt` is this job, trained to its last step,
+    and every file of `other_outputs` (e.g. the learning curve) is in `out` too."""
     from tprepro.train.checkpoint import CheckpointError, load_checkpoint
 
-    if not ((out / MODEL_FILE).is_file() and (out / TRAIN_METRICS).is_file()):
+    if not all((out / name).is_file() for name in (MODEL_FILE, TRAIN_METRICS, *other_outputs)):
         return None
     try:
         exported = load_checkpoint(out / MODEL_FILE)

@@ -9,19 +9,33 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Iterable, TextIO
+from typing import BinaryIO, Iterable, TextIO
 
 from tprepro.errors import TpreproError
 from tprepro.pipeline import MODEL_FILE, read_train_metrics
 
 
-def read_questions(arguments: list[str], source: TextIO | None) -> list[str]:
-    """The questions given as arguments, else one per non-empty line of `source`."""
+def read_questions(arguments: list[str], source: BinaryIO | None, name: str = "-") -> list[str]:
+    """The questions given as arguments, else one per non-empty line of `source` (UTF-8 bytes,
+    read from the file `name`); an empty question or bytes that are not UTF-8 are refused, named."""
     if arguments:
+        for number, question in enumerate(arguments, 1):
+            if not question.strip():
+                raise TpreproError(f"question {number} is empty: ask something")
         return arguments
     if source is None:
         raise TpreproError("no question: give one as an argument, or --file FILE (- for stdin)")
-    return [line.strip() for line in source if line.strip()]
+    questions = []
+    for number, line in enumerate(source, 1):
+        try:
+            text = line.decode("utf-8").strip()
+        except UnicodeDecodeError as exc:
+            raise TpreproError(f"{name}: line {number} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        if text:
+            questions.append(text)
+    if not questions:
+        raise TpreproError(f"{name}: no question in it (one per line)")
+    return questions
 
 
 def _task_of(model_dir: Path) -> str | None:
@@ -66,13 +80,13 @@ def main(model_dir: Path, arguments: list[str], file: str | None, as_json: bool,
         raise TpreproError(f"{model_dir / MODEL_FILE}: no trained model here (run the train stage first)")
     source = None
     if file == "-":
-        source = sys.stdin
+        source = sys.stdin.buffer
     elif file is not None:
         try:
-            source = open(file, encoding="utf-8")
+            source = open(file, "rb")
         except OSError as exc:
             raise TpreproError(f"{file}: cannot read questions ({exc.strerror})") from exc
-    questions = read_questions(arguments, source)
+    questions = read_questions(arguments, source, "stdin" if file == "-" else file or "-")
     for record in answer(model_dir, questions, batch_size, max_length, device):
         if as_json:
             print(json.dumps(record), file=out)

@@ -114,6 +114,10 @@ class LearningCurve(Callback):
         self.log_metrics(scores, step)
 
     def on_train_end(self, summary: dict) -> None:
+        self.export_curve()
+
+    def export_curve(self) -> None:
+        """Copy the curve beside the checkpoint to `export` (also for a finished run whose export was lost)."""
         if self.path.is_file():
             self.export.parent.mkdir(parents=True, exist_ok=True)
             with atomic_path(self.export) as tmp:
