@@ -98,7 +98,27 @@ def test_a_truncated_store_is_named_and_the_stage_still_writes_its_outputs(proje
     assert result.returncode == 0, result.stderr[-3000:]
     assert (copy / "eval" / "transformer-s1.csv").is_file()
     assert f"MLflow store {db} failed" in result.stderr
-    assert result.stderr.count("WARNING: MLflow") == 1
+    assert f"MLflow store {db} is damaged (sqlite quick_check" in result.stderr  # said first, at the start
+    assert result.stderr.count("WARNING: MLflow") == 2
+
+
+@pytest.mark.slow  # pipeline subprocesses
+def test_damage_in_the_middle_of_the_store_is_reported_at_the_start(project, tmp_path):
+    """Pages overwritten in the middle of mlflow.db (the file keeps its size, its first page is intact):
+    the stage warns once, naming the file and what sqlite's quick_check found, and still writes its outputs."""
+    copy = shutil.copytree(project / "run", tmp_path / "damaged")
+    (copy / "eval" / "transformer-s1.csv").unlink()
+    db = copy / "mlflow.db"
+    body = bytearray(db.read_bytes())
+    page = int.from_bytes(body[16:18], "big")
+    middle = (len(body) // page // 2) * page
+    body[middle : middle + 2 * page] = bytes(range(256)) * (2 * page // 256)
+    db.write_bytes(bytes(body))
+    result = evaluate(project, copy)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (copy / "eval" / "transformer-s1.csv").is_file()
+    assert f"MLflow store {db} is damaged (sqlite quick_check:" in result.stderr
+    assert result.stderr.count("is damaged") == 1
 
 
 @pytest.mark.slow  # pipeline subprocesses

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import os
 import socket
@@ -124,6 +125,26 @@ def _store_lock() -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+@functools.cache
+def check_store(path: str) -> bool:
+    """`PRAGMA quick_check` of a local store, once per process: False, with a warning naming the file and
+    what sqlite found, when it is damaged (MLflow itself reads on until a damaged page is hit)."""
+    import sqlite3
+
+    if not Path(path).is_file():
+        return True
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60)) as db:
+            found = [row[0] for row in db.execute("PRAGMA quick_check(5)")]
+    except sqlite3.DatabaseError as exc:
+        found = [str(exc)]
+    if found == ["ok"]:
+        return True
+    warn(f"MLflow store {path} is damaged (sqlite quick_check: {'; '.join(found)[:300]}); runs may be lost. "
+         f"Keep a copy, then try `sqlite3 {path} .recover`, or move it aside to start a new store")
+    return False
+
+
 def client_and_experiment(experiment: str | Experiment, uri: str | None = None):
     """An MlflowClient for `uri` (default `tracking_uri()`) and the id of `experiment` (created if new)."""
     from mlflow.tracking import MlflowClient
@@ -133,6 +154,8 @@ def client_and_experiment(experiment: str | Experiment, uri: str | None = None):
     experiment = as_experiment(experiment)
     uri = uri or tracking_uri()
     local = uri.startswith("sqlite:")
+    if local:
+        check_store(str(Path(describe_store(uri)).resolve()))
     with _store_lock() if local else contextlib.nullcontext():
         client = MlflowClient(tracking_uri=uri)
         found = client.get_experiment_by_name(experiment.name)
