@@ -14,6 +14,19 @@ export TPREPRO_GENERATE_PYTHON := $(abspath $(GEN))/bin/python
 
 .PHONY: install system-deps run test test-fast bench clean
 
+# A venv's scripts and editable install point at the folder it was made in. Its stamp holds that
+# folder: in a copied checkout the stamps differ, so both venvs are made anew for this folder.
+ifneq ($(wildcard $(VENV)/.installed),)
+ifneq ($(shell cat $(VENV)/.installed),$(CURDIR))
+$(shell rm -rf $(VENV) $(GEN))
+endif
+endif
+ifneq ($(wildcard $(GEN)/.installed),)
+ifneq ($(shell cat $(GEN)/.installed),$(CURDIR))
+$(shell rm -rf $(GEN))
+endif
+endif
+
 install: $(VENV)/.installed $(GEN)/.installed .dvc/offline_plots.html
 
 # torch is pinned (==2.13.0) in pyproject.toml: pip takes the CPU build from local disk.
@@ -21,7 +34,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test]'
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps $(ALGOLISP_ORACLE)
-	touch $@
+	echo "$(CURDIR)" > $@
 
 # `dvc plots show` draws offline: .dvc/config names this page, which carries the Vega libraries.
 .dvc/offline_plots.html: $(VENV)/.installed
@@ -31,7 +44,7 @@ $(GEN)/.installed: requirements/generate.txt pyproject.toml
 	$(PYTHON) -m venv $(GEN)
 	$(GEN)/bin/pip install --quiet --disable-pip-version-check -r requirements/generate.txt
 	$(GEN)/bin/pip install --quiet --disable-pip-version-check --no-deps -e .
-	touch $@
+	echo "$(CURDIR)" > $@
 
 ## run: install, then the tiny CPU pipeline end to end (data -> train -> evaluate -> tables)
 # `dvc commit` then records what Snakemake built in dvc.lock, so `dvc status` agrees with it.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 import sys
 
 from tprepro.errors import TpreproError
@@ -114,11 +115,22 @@ def _data_parallel_workers(args) -> int:
     return process_count(args.data_parallel(args))
 
 
+def warn_if_foreign_install(cwd: Path) -> None:
+    """Warn when `cwd` is a checkout whose src/tprepro is not the package running (a copied checkout
+    whose venv still points at the original: its edits would not run, and provenance would lie)."""
+    checkout = cwd / "src" / "tprepro"
+    running = Path(__file__).resolve().parent
+    if checkout.is_dir() and checkout.resolve() != running:
+        print(f"WARNING: tprepro runs from {running}, not from this checkout's {checkout}; "
+              f"`make install` here installs this checkout's code", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     from tprepro.train.preemption import REQUEUE_EXIT, Preempted
 
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
+    warn_if_foreign_install(Path.cwd())
     errors: list[str] = []
 
     def run() -> int:
@@ -138,8 +150,6 @@ def main(argv: list[str] | None = None) -> int:
             return REQUEUE_EXIT
 
     if getattr(args, "checkpoints", None):  # a training command: Snakemake requeues only preemption
-        from pathlib import Path
-
         from tprepro.train.requeue import run_guarded
 
         return run_guarded(args.command, Path(args.checkpoints), run,

@@ -1,0 +1,36 @@
+"""The install belongs to its folder: a copied checkout's venvs are rebuilt, and tprepro says when the
+package it runs is not the checkout's own src/ (issue 25: a copy ran the original's code)."""
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from helpers import REPO, copy_project, tool_env
+
+
+@pytest.mark.parametrize("stamp, kept", [("/somewhere/else", False), (None, True)])
+def test_make_rebuilds_a_venv_made_for_another_folder(tmp_path, stamp, kept):
+    root = tmp_path / "copy"
+    root.mkdir()
+    shutil.copy(REPO / "Makefile", root / "Makefile")
+    for venv in (".venv", ".venv-gen"):
+        (root / venv).mkdir()
+        (root / venv / "marker").write_text("made elsewhere")
+        (root / venv / ".installed").write_text(f"{stamp or root}\n")
+    subprocess.run(["make", "-n", "install"], cwd=root, capture_output=True, text=True)  # parsing decides
+    for venv in (".venv", ".venv-gen"):
+        assert (root / venv / "marker").exists() == kept, venv
+
+
+def test_tprepro_warns_when_it_runs_another_checkouts_code(tmp_path):
+    copy = copy_project(tmp_path / "copy")
+    result = subprocess.run([sys.executable, "-m", "tprepro", "models"], cwd=copy, env=tool_env(),
+                            capture_output=True, text=True)
+    assert result.returncode == 0
+    assert (f"WARNING: tprepro runs from {REPO / 'src' / 'tprepro'}, not from this checkout's "
+            f"{copy / 'src' / 'tprepro'}") in result.stderr
+    here = subprocess.run([sys.executable, "-m", "tprepro", "models"], cwd=REPO, env=tool_env(),
+                          capture_output=True, text=True)
+    assert "WARNING" not in here.stderr
