@@ -3,11 +3,16 @@
 Every write goes to a temporary path beside its target, is flushed to disk (fsync of the file,
 then of the directory after the rename) and only then replaces the target. An OSError on the way
 (disk full, read-only file system, file too large) becomes a TpreproError naming the target.
+
+Files a later stage reads whole (vocabularies, subword models) also get their digest recorded
+beside them (`record_digest`: `<name>.sha256`, in sha256sum's format) and are read back through
+`read_verified`, which refuses a file whose content changed since it was written, naming it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import tempfile
@@ -182,3 +187,38 @@ def utc_stamp() -> str:
     from datetime import datetime, timezone
 
     return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+DIGEST_SUFFIX = ".sha256"
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def digest_path(path: str | os.PathLike) -> Path:
+    path = Path(path)
+    return path.with_name(path.name + DIGEST_SUFFIX)
+
+
+def record_digest(path: str | os.PathLike) -> None:
+    """Record the sha256 of the finished file `path` in `<path>.sha256` (sha256sum's format)."""
+    atomic_write_text(digest_path(path), f"{sha256_file(path)}  {Path(path).name}\n")
+
+
+def read_verified(path: str | os.PathLike) -> bytes:
+    """The bytes of `path`, checked against its recorded digest (files written before digests were
+    recorded have none and are read as they are). Raises FileNotFoundError for a missing file."""
+    path = Path(path)
+    body = path.read_bytes()
+    recorded = digest_path(path)
+    if recorded.is_file():
+        expected = recorded.read_text(encoding="utf-8", errors="replace").split()[:1]
+        if [hashlib.sha256(body).hexdigest()] != expected:
+            raise TpreproError(f"{path}: its content changed after it was written (sha256 differs from "
+                               f"{recorded.name}); rerun the stage that makes it")
+    return body

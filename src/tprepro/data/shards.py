@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tprepro.errors import TpreproError
-from tprepro.io import atomic_directory, atomic_path, atomic_write_text
+from tprepro.io import atomic_directory, atomic_path, atomic_write_text, sha256_file
 
 SCHEMA = pa.schema(
     [
@@ -34,14 +34,6 @@ COMPRESSION = "zstd"
 
 def shard_name(index: int) -> str:
     return f"part-{index:05d}.parquet"
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def write_shard(rows: Sequence[dict], path: Path, schema: pa.Schema = SCHEMA) -> None:

@@ -17,7 +17,7 @@ from typing import Iterable, Sequence
 from tprepro.data.batching import collate
 from tprepro.data.shards import Dataset, read_columns
 from tprepro.errors import TpreproError
-from tprepro.io import atomic_write_text
+from tprepro.io import atomic_write_text, read_verified, record_digest
 
 PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
 SPECIALS = (PAD, BOS, EOS, UNK)
@@ -82,16 +82,17 @@ class Vocab:
     def save(self, path: str | Path) -> None:
         body = {"specials": list(SPECIALS), "characters": list(self.symbols[len(SPECIALS):])}
         atomic_write_text(path, json.dumps(body, ensure_ascii=False, indent=1) + "\n")
+        record_digest(path)
 
     @classmethod
     def load(cls, path: str | Path) -> "Vocab":
         path = Path(path)
         try:
-            body = json.loads(path.read_text(encoding="utf-8"))
+            body = json.loads(read_verified(path).decode("utf-8"))
             specials, chars = body["specials"], body["characters"]
         except FileNotFoundError as exc:
             raise TpreproError(f"{path}: vocabulary file not found (run the vocab stage)") from exc
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as exc:
             raise TpreproError(f"{path}: not a tprepro vocabulary ({exc})") from exc
         if tuple(specials) != SPECIALS or any(len(c) != 1 for c in chars):
             raise TpreproError(f"{path}: unexpected specials or multi-character symbols")

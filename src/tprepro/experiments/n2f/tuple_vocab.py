@@ -26,7 +26,7 @@ from tprepro.data.shards import Dataset, read_columns
 from tprepro.experiments.n2f.tuples import (ARG_NONE, ARG_PAD, NO_ARG, REL_BOS, REL_EOS, REL_PAD, Program,
                                  parse_program)
 from tprepro.errors import TpreproError
-from tprepro.io import atomic_write_text
+from tprepro.io import atomic_write_text, read_verified, record_digest
 
 WORD_SPECIALS = ("<pad>", "<unk>")
 RELATION_SPECIALS = ("<pad>", "<bos>", "<eos>", "<unk>")  # ids REL_PAD, REL_BOS, REL_EOS, 3
@@ -125,15 +125,16 @@ class TupleVocab:
 
     def save(self, path: str | Path) -> None:
         atomic_write_text(path, json.dumps(self.state(), ensure_ascii=False, indent=1) + "\n")
+        record_digest(path)
 
     @classmethod
     def load(cls, path: str | Path) -> "TupleVocab":
         path = Path(path)
         try:
-            return cls.from_state(json.loads(path.read_text(encoding="utf-8")))
+            return cls.from_state(json.loads(read_verified(path).decode("utf-8")))
         except FileNotFoundError as exc:
             raise TpreproError(f"{path}: vocabulary file not found (run the vocab stage)") from exc
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:  # UnicodeDecodeError too
             raise TpreproError(f"{path}: not a tuple vocabulary ({exc})") from exc
 
 

@@ -19,7 +19,7 @@ import torch
 
 from tprepro.data.batching import Batch
 from tprepro.errors import TpreproError
-from tprepro.io import atomic_path
+from tprepro.io import atomic_path, read_verified, record_digest
 
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 
@@ -41,6 +41,7 @@ def train_subwords(texts: Iterable[str], vocab_size: int, path: Path, seed: int 
     )
     with atomic_path(path) as tmp:
         tmp.write_bytes(model.getvalue())
+    record_digest(path)
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ class SubwordCodec:
     def load(cls, path: str | Path, max_source_tokens: int, max_target_tokens: int) -> "SubwordCodec":
         path = Path(path)
         try:
-            return cls(path.read_bytes(), max_source_tokens, max_target_tokens)
+            return cls(read_verified(path), max_source_tokens, max_target_tokens)
         except FileNotFoundError as exc:
             raise TpreproError(f"{path}: subword model not found (run the summarization data stage)") from exc
         except TpreproError as exc:
