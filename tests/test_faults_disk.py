@@ -222,6 +222,29 @@ def test_a_file_size_limit_names_the_file(tmp_path):
     assert not target.exists() and not list(tmp_path.iterdir())
 
 
+def test_a_checkpoint_past_the_file_size_limit_names_the_file_and_leaves_none(tmp_path):
+    """Before issue 25 torch wrote the checkpoint itself and failed with `RuntimeError: [enforce fail at
+    inline_container.cc] unexpected pos`, naming neither file nor cause."""
+    target = tmp_path / "checkpoint.pt"
+    script = textwrap.dedent(f"""
+        import resource, signal, sys
+        import torch
+        from tprepro.errors import TpreproError
+        from tprepro.train.checkpoint import save_checkpoint
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
+        try:
+            save_checkpoint({{"step": 3, "model": {{"w": torch.ones(100_000)}}}}, {str(target)!r})
+        except TpreproError as exc:
+            print(exc)
+            sys.exit(3)
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=tool_env())
+    assert result.returncode == 3, result.stderr[-2000:]
+    assert result.stdout.strip() == f"{target}: cannot write (File too large)"
+    assert not list(tmp_path.iterdir())
+
+
 def test_several_outputs_are_replaced_together_or_not_at_all(tiny_fs):
     table, figure = tiny_fs / "tables" / "table1.csv", tiny_fs / "figures" / "fig.png"
     with atomic_files({"table": table, "figure": figure}) as tmp:

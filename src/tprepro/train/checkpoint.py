@@ -29,13 +29,17 @@ class CheckpointError(TpreproError):
 
 
 def save_checkpoint(payload: dict, path: str | Path) -> None:
+    """Write `payload` to `path` atomically; a write failure (disk full, file too large, read-only)
+    raises TpreproError naming the file and the cause, and leaves no partial file."""
     buffer = io.BytesIO()
     torch.save(payload, buffer)
     body = buffer.getvalue()
     wrapped = {"format": FORMAT, "sha256": hashlib.sha256(body).hexdigest(),
                "payload": torch.frombuffer(bytearray(body), dtype=torch.uint8)}
+    file = io.BytesIO()
+    torch.save(wrapped, file)  # serialised in memory: a failing disk then raises OSError, named by atomic_path
     with atomic_path(path) as tmp:
-        torch.save(wrapped, tmp)
+        tmp.write_bytes(file.getbuffer())
 
 
 def _safe_load(source, path: Path, what: str):
