@@ -1,7 +1,6 @@
 """Generator determinism and noise; Acc / 50p-Acc / M-Acc on full and cleaned sets."""
 
 import json
-from pathlib import Path
 
 from tprepro.experiments.n2f.algolisp import release
 from tprepro.experiments.n2f.algolisp.generator import TEMPLATES, generate
@@ -9,7 +8,9 @@ from tprepro.experiments.n2f.algolisp.interpreter import run_tests
 from tprepro.experiments.n2f.algolisp.metrics import evaluate, exact_match, is_clean, score_example, fraction_passed
 from tprepro.experiments.n2f.algolisp.program import tree_to_text, tree_to_tuples
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "algolisp" / "example_record.jsonl"
+from helpers import release_file
+
+RECORD = "algolisp/example_record.jsonl"  # one real record, under $TPREPRO_RELEASE_DATA
 
 
 def test_generation_is_deterministic_byte_for_byte(tmp_path):
@@ -41,7 +42,7 @@ def test_noise_share_makes_the_cleaned_set_smaller():
 
 
 def test_metrics_on_gold_wrong_and_partial_predictions():
-    record = json.loads(DATA.read_text().splitlines()[0])
+    record = json.loads(release_file(RECORD).read_text().splitlines()[0])
     gold = tree_to_tuples(record["short_tree"])
     assert score_example(record, gold) == {"passed": 1.0, "acc": True, "acc50": True, "exact": True}
     assert fraction_passed(record, tree_to_text(record["short_tree"])) == 1.0

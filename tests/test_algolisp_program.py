@@ -2,7 +2,6 @@
 
 import json
 import random
-from pathlib import Path
 
 import pytest
 
@@ -18,7 +17,9 @@ from tprepro.experiments.n2f.algolisp.program import (
 from tprepro.experiments.n2f.tuples import NO_ARG
 from tprepro.errors import TpreproError
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "algolisp" / "example_record.jsonl"
+from helpers import release_file
+
+RECORD = "algolisp/example_record.jsonl"  # one real record, under $TPREPRO_RELEASE_DATA
 
 
 def _compact(program):
@@ -35,7 +36,7 @@ def test_paper_examples():
 
 
 def test_real_record_round_trip():
-    tree = json.loads(DATA.read_text().splitlines()[0])["short_tree"]
+    tree = json.loads(release_file(RECORD).read_text().splitlines()[0])["short_tree"]
     tuples = tree_to_tuples(tree)
     assert _compact(tuples).startswith("(digits arg1) (len #0) (== #1 1) (digits arg1) (reduce #3 0 +) (self #4)")
     assert tuples_to_tree(tuples) == tree

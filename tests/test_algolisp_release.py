@@ -1,7 +1,6 @@
 """AlgoLisp loader, parquet round trip, and the real record's gold program under the interpreter."""
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -10,14 +9,16 @@ from tprepro.experiments.n2f.algolisp.interpreter import run_tests
 from tprepro.experiments.n2f.algolisp.program import text_to_tree
 from tprepro.errors import TpreproError
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "algolisp" / "example_record.jsonl"
+from helpers import release_file
+
+RECORD = "algolisp/example_record.jsonl"  # one real record, under $TPREPRO_RELEASE_DATA
 
 
 def test_load_real_record_and_gold_passes_its_tests():
-    rows = release.load_jsonl(DATA, "test")
+    rows = release.load_jsonl(release_file(RECORD), "test")
     assert len(rows) == 1
     row = rows[0]
-    record = json.loads(DATA.read_text().splitlines()[0])
+    record = json.loads(release_file(RECORD).read_text().splitlines()[0])
     assert row["id"] == "test-0" and row["split"] == "test"
     assert row["question"] == " ".join(record["text"])
     assert row["answer"].startswith("digits arg1 <none> <none> | len #0 <none> <none> | == #1 1 <none>")
@@ -28,18 +29,18 @@ def test_load_real_record_and_gold_passes_its_tests():
 
 
 def test_parquet_round_trip(tmp_path):
-    rows = release.load_jsonl(DATA, "test")
+    rows = release.load_jsonl(release_file(RECORD), "test")
     path = tmp_path / "algolisp.parquet"
     release.write_parquet(rows, path)
     back = release.read_parquet(path)
     assert back == rows
     record = release.row_to_record(back[0])
-    original = json.loads(DATA.read_text().splitlines()[0])
+    original = json.loads(release_file(RECORD).read_text().splitlines()[0])
     assert {k: record[k] for k in original} == original
 
 
 def test_errors_name_file_and_line(tmp_path):
-    good = DATA.read_text().splitlines()[0]
+    good = release_file(RECORD).read_text().splitlines()[0]
     path = tmp_path / "bad.jsonl"
     path.write_text(good + "\n{not json\n")
     with pytest.raises(TpreproError, match=r"bad\.jsonl:2"):
@@ -52,7 +53,7 @@ def test_errors_name_file_and_line(tmp_path):
 
 
 def test_write_jsonl_round_trips(tmp_path):
-    record = json.loads(DATA.read_text().splitlines()[0])
+    record = json.loads(release_file(RECORD).read_text().splitlines()[0])
     path = tmp_path / "out.jsonl"
     release.write_jsonl([record, record], path)
     rows = release.load_jsonl(path, "train")

@@ -1,7 +1,6 @@
 """Numbers, executor, scoring and the gold execution rate on real MathQA data."""
 
 import math
-from pathlib import Path
 
 import pytest
 
@@ -13,12 +12,13 @@ from tprepro.experiments.n2f.mathqa.quality import check_gold, gold_execution_ra
 from tprepro.experiments.n2f.mathqa.release import load_release
 from tprepro.experiments.n2f.mathqa.scoring import authors_score, candidate_options, operation_match, strict_correct, thresholds
 
-MATHQA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mathqa"
+from helpers import release_file
+
 
 
 @pytest.fixture(scope="module")
 def dev_rows():
-    return load_release(MATHQA / "dev.json", "dev")
+    return load_release(release_file("mathqa/dev.json"), "dev")
 
 
 def test_numbers_follow_the_solver():

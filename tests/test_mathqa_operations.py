@@ -1,7 +1,6 @@
 """Every MathQA operation in both semantics, against hand-computed values."""
 
 import math
-from pathlib import Path
 
 import pytest
 
@@ -9,7 +8,8 @@ from tprepro.experiments.n2f.mathqa.operations import (
     CONSTANT_LIST, EXTRA_CONSTANTS, OPERATION_LIST, OPERATIONS, OperationFailure, constant_value,
 )
 
-MATHQA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mathqa"
+from helpers import release_file
+
 FAIL = "fail"
 PI = math.pi
 
@@ -97,7 +97,7 @@ CASES = {
 
 
 def test_table_covers_the_release_operation_list():
-    names = [line.strip() for line in (MATHQA / "operation_list.txt").read_text().splitlines() if line.strip()]
+    names = [line.strip() for line in (release_file("mathqa/operation_list.txt")).read_text().splitlines() if line.strip()]
     assert tuple(names) == OPERATION_LIST
     assert OPERATION_LIST.count("reminder") == 2
     assert set(CASES) == set(OPERATIONS)
@@ -162,6 +162,6 @@ def test_constants():
 
 
 def test_constant_list_matches_release():
-    lines = (MATHQA / "constant_list.txt").read_text().splitlines()
+    lines = (release_file("mathqa/constant_list.txt")).read_text().splitlines()
     release = [line.strip().lower().replace(".", "_") for line in lines if line.strip()]
     assert release == list(CONSTANT_LIST)

@@ -2,7 +2,6 @@
 
 import json
 import math
-from pathlib import Path
 
 import pytest
 
@@ -11,13 +10,14 @@ from tprepro.experiments.n2f.mathqa.options import (
     option_value, option_values_faithful, parse_options, split_options, split_options_faithful,
 )
 
-MATHQA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mathqa"
+from helpers import release_file
+
 PI = math.pi
 
 
 @pytest.fixture(scope="module")
 def records():
-    return json.loads((MATHQA / "dev.json").read_text()) + json.loads((MATHQA / "test.json").read_text())
+    return json.loads((release_file("mathqa/dev.json")).read_text()) + json.loads((release_file("mathqa/test.json")).read_text())
 
 
 # (split, index) of real records -> expected values a..e (None: no number in the option)

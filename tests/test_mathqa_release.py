@@ -1,7 +1,6 @@
 """MathQA release loader, parquet round trip and the tuple-program conversion on real data."""
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -12,12 +11,13 @@ from tprepro.experiments.n2f.mathqa.program import (
 )
 from tprepro.experiments.n2f.mathqa.release import COLUMNS, SCHEMA, load_release, read_parquet, write_parquet
 
-MATHQA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mathqa"
+from helpers import release_file
+
 
 
 @pytest.fixture(scope="module")
 def release_rows():
-    return {split: load_release(MATHQA / f"{split}.json", split) for split in ("dev", "test")}
+    return {split: load_release(release_file(f"mathqa/{split}.json"), split) for split in ("dev", "test")}
 
 
 def test_loader_reads_every_record(release_rows):
@@ -56,13 +56,13 @@ def test_write_parquet_rejects_bad_rows(tmp_path):
 
 
 def test_loader_errors_name_file_record_and_key(tmp_path):
-    records = json.loads((MATHQA / "dev.json").read_text())[:3]
+    records = json.loads((release_file("mathqa/dev.json")).read_text())[:3]
     del records[2]["options"]
     path = tmp_path / "broken.json"
     path.write_text(json.dumps(records))
     with pytest.raises(TpreproError, match=r"broken\.json: record 2: missing key 'options'"):
         load_release(path, "dev")
-    records = json.loads((MATHQA / "dev.json").read_text())[:2]
+    records = json.loads((release_file("mathqa/dev.json")).read_text())[:2]
     records[1]["linear_formula"] = "add(n0,#3)"
     path.write_text(json.dumps(records))
     with pytest.raises(TpreproError, match=r"record 1: key 'linear_formula'.*add\(n0,#3\)"):

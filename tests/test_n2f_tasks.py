@@ -4,7 +4,7 @@ equal what the quality stage measures on the same rows."""
 import pandas as pd
 import pytest
 
-from helpers import SHARED_DATA
+from helpers import release_file
 from tprepro.experiments.n2f.tuples import parse_program
 from tprepro.errors import TpreproError
 from tprepro.experiments.n2f.tasks import get_task
@@ -23,7 +23,7 @@ def by_metric(results):
 
 def test_mathqa_gold_programs_score_like_the_quality_report():
     task = get_task("mathqa")
-    rows = task.load({"train": SHARED_DATA / "mathqa/dev.json", "test": SHARED_DATA / "mathqa/test.json",
+    rows = task.load({"train": release_file("mathqa/dev.json"), "test": release_file("mathqa/test.json"),
                       **MATHQA})["test"][:600]
     settings = {"evaluate": {"execution": "faithful"}, "data": MATHQA}
     scores = by_metric(task.score(rows, gold(rows, 2), settings, "test"))
@@ -64,7 +64,7 @@ def test_algolisp_release_source_reads_metaset3_jsonl(tmp_path):
     from tprepro.experiments.n2f.algolisp.generator import generate
     from tprepro.experiments.n2f.algolisp.release import write_jsonl
 
-    real = (SHARED_DATA / "algolisp/example_record.jsonl").read_text()
+    real = (release_file("algolisp/example_record.jsonl")).read_text()
     write_jsonl(generate(5, seed=9), tmp_path / "train.jsonl")
     (tmp_path / "test.jsonl").write_text(real)
     task = get_task("algolisp")

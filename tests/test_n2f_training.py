@@ -6,7 +6,7 @@ import copy
 import pytest
 import torch
 
-from helpers import SHARED_DATA, load_default_params, write_dataset, write_params
+from helpers import release_file, load_default_params, write_dataset, write_params
 from test_trainer import assert_resume_equals_uninterrupted
 from test_trainer import make_job as trainer_job
 from tprepro.params import load_params
@@ -24,7 +24,7 @@ SMALL = {"d_model": 12, "d_tuple_embedding": 8, "lstm_hidden": 16, "n_fillers": 
 
 @pytest.fixture(scope="module")
 def mathqa(tmp_path_factory):
-    rows = load_release(SHARED_DATA / "mathqa/dev.json", "dev")[:240]
+    rows = load_release(release_file("mathqa/dev.json"), "dev")[:240]
     directory = write_dataset(tmp_path_factory.mktemp("mathqa") / "train", rows, rows_per_shard=80, schema=SCHEMA)
     return open_dataset(directory), build_tuple_vocab(((r["question"], r["answer"]) for r in rows), arity=2)
 
