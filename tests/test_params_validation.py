@@ -121,3 +121,19 @@ def test_every_models_mapping_refuses_names_that_are_not_plain(section):
     models["../escape"] = dict(next(iter(models.values())))
     with pytest.raises(TpreproError, match=rf"params.yaml: {re.escape(section)}: '../escape' does not match"):
         validate_params(params, "params.yaml")
+
+
+@pytest.mark.parametrize("written, value", [("5e-4", 5e-4), ("1E-3", 1e-3), ("+2.5e-4", 2.5e-4), ("5.0e-4", 5e-4)])
+def test_floats_written_without_a_dot_are_numbers(tmp_path, written, value):
+    """YAML 1.2 reads `5e-4` as a float (so does DVC); PyYAML alone would hand the schema the string '5e-4'."""
+    params = load_params(edited_params(tmp_path, "lr: 5.0e-4", f"lr: {written}"))
+    assert params["train"]["lr"] == value and isinstance(params["train"]["lr"], float)
+
+
+def test_snakemake_config_overrides_read_the_same_floats(tmp_path, monkeypatch):
+    from tprepro.params import PARAMS_ENV, snakemake_params
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(PARAMS_ENV, "")
+    _, params = snakemake_params({"params": str(REPO / "params.yaml"), "train": "{lr: 5e-4}"})
+    assert params["train"]["lr"] == 5e-4

@@ -11,6 +11,7 @@ import copy
 import functools
 import math
 import os
+import re
 from dataclasses import dataclass, fields
 from importlib import resources
 from pathlib import Path
@@ -201,7 +202,9 @@ def _reraise_with_key(check, prefix: str) -> None:
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """yaml.SafeLoader that refuses a key given twice in one mapping (PyYAML keeps the last)."""
+    """yaml.SafeLoader that refuses a key given twice in one mapping (PyYAML keeps the last) and reads
+    YAML 1.2 floats written without a dot (`5e-4`, `1E3`) as numbers, as DVC's YAML 1.2 reader does
+    (PyYAML's YAML 1.1 rules would make them strings)."""
 
     def construct_mapping(self, node, deep=False):
         seen: dict = {}
@@ -217,6 +220,11 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                     f"(first given on line {first.start_mark.line + 1})"
                 )
         return super().construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float", re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."))
 
 
 def read_yaml(path: str | Path) -> Any:
@@ -303,7 +311,7 @@ def _typed(value: Any) -> Any:
         return {key: _typed(item) for key, item in value.items()}
     if isinstance(value, list):
         return [_typed(item) for item in value]
-    return yaml.safe_load(value) if isinstance(value, str) else value
+    return yaml.load(value, Loader=_UniqueKeyLoader) if isinstance(value, str) else value
 
 
 def apply_overrides(params: dict, overrides: dict) -> dict:
