@@ -69,3 +69,23 @@ def test_an_unknown_model_name_gets_a_suggestion():
     with pytest.raises(TpreproError, match=r"^params.yaml: two_variable.models.uut: no such model; did you mean 'ut'\? "
                                            r"\(known: transformer, ut, aut\)$"):
         require_model("params.yaml", {"transformer": {}, "ut": {}, "aut": {}}, "uut", "two_variable.models")
+
+
+def test_a_misspelt_stage_gets_one_line_with_the_closest_name(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["trian"])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == "tprepro: error: no stage 'trian'; did you mean 'train'? (`tprepro --help` lists them)\n"
+
+
+def test_help_is_short_says_how_stages_normally_run_and_describes_every_stage(capsys):
+    from tprepro.cli import build_parser
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = capsys.readouterr().out
+    assert text.splitlines()[0] == "usage: tprepro [-h] [--version] STAGE ..."
+    assert "Stages normally run through `make run` or `snakemake`" in text
+    subparsers = next(a for a in build_parser()._actions if a.__class__.__name__ == "_SubParsersAction")
+    assert all(p.description for p in subparsers.choices.values()), [n for n, p in subparsers.choices.items()
+                                                                       if not p.description]

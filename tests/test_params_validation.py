@@ -137,3 +137,8 @@ def test_snakemake_config_overrides_read_the_same_floats(tmp_path, monkeypatch):
     monkeypatch.setenv(PARAMS_ENV, "")
     _, params = snakemake_params({"params": str(REPO / "params.yaml"), "train": "{lr: 5e-4}"})
     assert params["train"]["lr"] == 5e-4
+
+
+def test_a_misspelt_key_gets_the_closest_known_one(tmp_path):
+    with pytest.raises(TpreproError, match=r"train.stepz: .*'stepz' was unexpected\); did you mean 'steps'\?"):
+        load_params(edited_params(tmp_path, "  steps: 2500", "  stepz: 2500"))

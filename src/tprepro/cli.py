@@ -58,14 +58,18 @@ def cmd_predict(args) -> None:
     predict(Path(args.model_dir), args.question, args.file, args.json, args.batch_size, args.max_length, args.device)
 
 
+EPILOG = ("Stages normally run through `make run` or `snakemake`, which pass every path; "
+          "`tprepro STAGE --help` shows one stage's options and an example.")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from tprepro.experiments import experiments
 
     from tprepro import __version__
 
-    parser = argparse.ArgumentParser(prog="tprepro", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="tprepro", description=__doc__.splitlines()[0], epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"tprepro {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="STAGE", title="stages and tools")
 
     def add(name: str, help_: str, example: str, func, processes=None) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_, description=help_, epilog=f"example:\n  {example}",
@@ -82,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
             stage.arguments(add(stage.name, stage.help, stage.example, stage.run, stage.processes))
 
     p = sub.add_parser("predict", help="answer questions with a trained model",
+                       description="Answer questions with a trained model (one per argument, or per line of --file).",
                        epilog="examples:\n  tprepro predict --model-dir models/transformer-s0 'What is 2 + 3?'\n"
                               "  tprepro predict --model-dir n2f/models/algolisp/tp_n2f --file questions.txt",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -95,12 +100,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_predict, data_parallel=None)
 
     p = sub.add_parser("plots-template", help="write the offline page template `dvc plots show` uses",
+                       description="Write the page template (Vega inline) that lets `dvc plots show` draw offline.",
                        epilog="example:\n  tprepro plots-template  # .dvc/offline_plots.html, named in .dvc/config",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default=".dvc/offline_plots.html", help="where to write it (default: %(default)s)")
     p.set_defaults(func=cmd_plots_template, data_parallel=None)
 
-    p = sub.add_parser("models", help="every architecture preset with its parameter count")
+    p = sub.add_parser("models", help="every architecture preset with its parameter count",
+                       description="List every architecture preset with its parameter count.")
     p.add_argument("--vocab-size", type=int, default=72, help="the paper's 72 symbols by default")
     p.set_defaults(func=cmd_models, data_parallel=None)
     return parser
@@ -113,6 +120,17 @@ def _data_parallel_workers(args) -> int:
     from tprepro.train.distributed import process_count
 
     return process_count(args.data_parallel(args))
+
+
+def refuse_unknown_stage(parser: argparse.ArgumentParser, argv: list[str]) -> None:
+    """A misspelt stage gets one line with the closest name, instead of argparse's list of them all."""
+    from tprepro.errors import suggestion
+
+    stage = next((arg for arg in argv if not arg.startswith("-")), None)
+    names = next(action.choices for action in parser._actions if isinstance(action, argparse._SubParsersAction))
+    if stage is not None and stage not in names:
+        parser.exit(2, f"tprepro: error: no stage {stage!r}{suggestion(stage, names)} "
+                       f"(`tprepro --help` lists them)\n")
 
 
 def warn_if_foreign_install(cwd: Path) -> None:
@@ -129,7 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     from tprepro.train.preemption import REQUEUE_EXIT, Preempted
 
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    refuse_unknown_stage(parser, argv)
+    args = parser.parse_args(argv)
     warn_if_foreign_install(Path.cwd())
     errors: list[str] = []
 

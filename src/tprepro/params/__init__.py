@@ -58,7 +58,11 @@ def _first_error(schema: dict, value: Any, source: str, prefix: list[str]) -> No
     if first is not None:
         key = _key_path(first)
         key = ".".join(prefix + ([] if key == "<top level>" else [key])) or key
-        raise TpreproError(f"{source}: {key}: {first.message}")
+        hint = ""
+        if first.validator == "additionalProperties":  # a misspelt key: name the closest known one
+            known = first.schema.get("properties", {})
+            hint = "".join(suggestion(extra, known) for extra in sorted(set(first.instance) - set(known)))[:200]
+        raise TpreproError(f"{source}: {key}: {first.message}{hint}")
 
 
 def validate_section(name: str, value: Any, source: str = DEFAULT_PARAMS) -> dict:
