@@ -12,7 +12,11 @@ ALGOLISP_ORACLE := program-synthesis==0.1.2
 export PATH := $(BIN):$(PATH)
 export TPREPRO_GENERATE_PYTHON := $(abspath $(GEN))/bin/python
 
-.PHONY: install system-deps run test test-fast bench clean
+.PHONY: help install system-deps run test test-fast bench clean
+
+## help: list these targets
+help:
+	@grep -E '^## [a-z-]+:' $(MAKEFILE_LIST) | sed -E 's/^## ([a-z-]+): /  \1\t/' | expand -t 14
 
 # A venv's scripts and editable install point at the folder it was made in. Its stamp holds that
 # folder: in a copied checkout the stamps differ, so both venvs are made anew for this folder.
@@ -27,6 +31,7 @@ $(shell rm -rf $(GEN))
 endif
 endif
 
+## install: the pipeline's venv (.venv) and the generator's (.venv-gen), then the offline DVC plots page
 install: $(VENV)/.installed $(GEN)/.installed .dvc/offline_plots.html
 
 # torch is pinned (==2.13.0) in pyproject.toml: pip takes the CPU build from local disk.
@@ -60,6 +65,7 @@ SLURM_PACKAGES := slurmctld slurmd slurm-client munge
 UI_PACKAGES := chromium
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
+## system-deps: Debian's SLURM, munge and Chromium, which the tests use (apt-get only when missing)
 system-deps:
 	@for pkg in $(SLURM_PACKAGES) $(UI_PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$pkg 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$pkg"; \
@@ -78,12 +84,16 @@ test: install system-deps
 test-fast: install
 	$(BIN)/python -m pytest -m "not slow"
 
-## bench: training throughput and decoding benchmarks (tables printed, JSON under results/benchmarks)
+## bench: the self-contained speed benchmarks (tables printed, JSON under results/benchmarks/)
+# The learning studies (data_order.py, learning.py, module_screen.py) train for tens of minutes to hours
+# and the shard and summarization benchmarks read a finished run: each says its command line at its top.
 bench: install
 	$(BIN)/python benchmarks/train_throughput.py
 	$(BIN)/python benchmarks/decode.py
 
+## clean: remove everything `make run` made (data, models, results, MLflow store, DVC and Snakemake state); venvs stay
 clean:
-	rm -rf data models checkpoints logs results/eval results/tables results/figures results/metrics.json \
-	       two_variable results/two_variable_metrics.json \
-	       mlflow.db mlflow.db.lock mlartifacts .snakemake
+	rm -rf data models checkpoints logs two_variable n2f summarization \
+	       results/eval results/tables results/figures results/interpret results/n2f \
+	       results/metrics.json results/*_metrics.json results/report.html \
+	       mlflow.db mlflow.db.lock mlartifacts mlruns .snakemake dvc.lock .dvc/tmp .dvc/cache

@@ -34,3 +34,10 @@ def test_tprepro_warns_when_it_runs_another_checkouts_code(tmp_path):
     here = subprocess.run([sys.executable, "-m", "tprepro", "models"], cwd=REPO, env=tool_env(),
                           capture_output=True, text=True)
     assert "WARNING" not in here.stderr
+
+
+def test_make_help_lists_every_target_with_its_comment():
+    listing = subprocess.run(["make", "-s", "help"], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    targets = [line.split()[0] for line in listing.splitlines()]
+    assert targets == ["help", "install", "run", "system-deps", "test", "test-fast", "bench", "clean"]
+    assert all(len(line.split(None, 1)) == 2 for line in listing.splitlines())

@@ -159,6 +159,13 @@ def test_snakemake_pipeline_end_to_end(project, generate_python):
     assert (folder / "learning_curve.csv").read_bytes() == curve
     assert {p.name for p in folder.iterdir()} >= {"model.pt", "train_metrics.json", "learning_curve.csv"}
 
+    # `make clean` removes everything the run made: git then sees nothing ignored (the venvs live elsewhere here).
+    subprocess.run(["make", "clean"], cwd=root, check=True, capture_output=True)
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    ignored = subprocess.run(["git", "status", "--ignored", "--porcelain"], cwd=root, capture_output=True,
+                             text=True, check=True).stdout
+    assert [line for line in ignored.splitlines() if line.startswith("!!")] == []
+
 
 def test_dvc_pipeline_end_to_end(project, generate_python):
     root, params = project
