@@ -18,6 +18,7 @@ Arms: `buckets` (today's length buckets, the params file's bucket_width), `bucke
     python benchmarks/data_order.py --experiment algolisp --seeds 1 2 3
     python benchmarks/data_order.py --experiment mathematics --steps 1500 --arms buckets random pool16
     python benchmarks/data_order.py --experiment mathqa --mathqa-dir ../shared/data/mathqa
+    python benchmarks/data_order.py --tables results/benchmarks/data_order-*.json   # reprint finished sweeps
 """
 
 from __future__ import annotations
@@ -310,9 +311,22 @@ def print_table(summary: dict, mix: dict, experiment: str) -> None:
               f"{cell(entry.get('accuracy@time'), 100, 1)} | {paired(entry.get('accuracy@time.paired'), 100, 1)} |")
 
 
+def reprint(paths: list[Path]) -> None:
+    """The tables of finished (or partly finished) sweeps, from their JSON files."""
+    for path in paths:
+        report = json.loads(path.read_text())
+        runs = {arm: {int(seed): points for seed, points in by_seed.items()} for arm, by_seed in report["runs"].items()}
+        runs = {arm: by_seed for arm, by_seed in runs.items() if by_seed}
+        summary = summarise(runs, report["train"]["batch_size"])
+        seeds = sorted(set.intersection(*(set(by_seed) for by_seed in runs.values())))
+        print(f"\n{path.name}: seeds {seeds}, {report['train']['steps']} steps of {report['train']['batch_size']}")
+        print_table(summary, report["diversity"], report["experiment"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--experiment", required=True, choices=EXPERIMENTS)
+    parser.add_argument("--experiment", choices=EXPERIMENTS, help="the experiment to sweep")
+    parser.add_argument("--tables", nargs="+", type=Path, help="instead: print the tables of these JSON files")
     parser.add_argument("--arms", nargs="+", default=["buckets", "random", "pool16", "pool64"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3], help="training seeds (paired over arms)")
     parser.add_argument("--steps", type=int, default=None, help="default: the experiment's train.steps")
@@ -327,6 +341,10 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=REPO / "results/benchmarks/data_order_data")
     parser.add_argument("--out", type=Path, default=None, help="default results/benchmarks/data_order-<experiment>.json")
     args = parser.parse_args()
+    if args.tables:
+        return reprint(args.tables)
+    if args.experiment is None:
+        parser.error("--experiment or --tables is required")
 
     params = load_params(args.params)
     setup = SETUPS[args.experiment](params, args)

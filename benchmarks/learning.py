@@ -10,8 +10,8 @@ initialisation seed, Adam settings and gradient clipping as the trainer.
 
     python benchmarks/learning.py                      # tiny models, both streams, 300 steps
     python benchmarks/learning.py --models d128 --steps 500 --threads 2
-    python benchmarks/learning.py --streams trainer --bucket-width 1000   # no length bucketing
-    python benchmarks/learning.py --steps 0 --bucket-width 32              # padding and mix only
+    python benchmarks/learning.py --streams trainer --pool-batches 1       # random batches
+    python benchmarks/learning.py --steps 0 --batching buckets --bucket-width 32   # padding and mix only
 """
 
 from __future__ import annotations
@@ -132,6 +132,7 @@ def train_config(args) -> TrainConfig:
     base = TrainConfig.from_params(load_params(args.params))
     return dataclasses.replace(base, steps=args.steps, batch_size=args.batch_size, lr=args.lr, warmup_steps=0,
                                log_every=args.window, checkpoint_every=args.steps, bucket_width=args.bucket_width,
+                               batching=args.batching, pool_batches=args.pool_batches,
                                device="cpu", threads=args.threads, amp=False, compile=False, processes=1)
 
 
@@ -181,7 +182,9 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=100, help="steps per reported loss window")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--lr", type=float, default=5e-4, help="Adam, no warm-up")
-    parser.add_argument("--bucket-width", type=int, default=8, help="trainer stream; 1000 = no length bucketing")
+    parser.add_argument("--batching", default="pool", choices=["pool", "buckets"], help="trainer stream's batch order")
+    parser.add_argument("--pool-batches", type=int, default=16, help="batching pool: batches per sorted pool")
+    parser.add_argument("--bucket-width", type=int, default=8, help="batching buckets: width; 1000 = no bucketing")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--modules", nargs="+", default=list(TRAIN_MODULES))
@@ -207,7 +210,9 @@ def main() -> None:
                    files=trainer_files(datasets), vocab=vocab, data_fingerprint="benchmark")
     with tempfile.TemporaryDirectory() as tmp:
         stream = Trainer(job, Path(tmp) / "none.pt").stream  # as the trainer builds it
-        mix[f"trainer (bucket_width {config.bucket_width})"] = batch_mix(iter(stream.next_rows, None), vocab, module_of)
+        order = (f"pool_batches {config.pool_batches}" if config.batching == "pool"
+                 else f"bucket_width {config.bucket_width}")
+        mix[f"trainer ({order})"] = batch_mix(iter(stream.next_rows, None), vocab, module_of)
     for name, m in mix.items():
         print(f"first 200 batches, {name}: {m['padding_waste']:.1%} padded positions, "
               f"{m['modules_per_batch']:.1f} modules per batch", flush=True)

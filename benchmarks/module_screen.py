@@ -109,7 +109,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=None)
     parser.add_argument("--schedule", default=None, choices=["constant", "inverse_sqrt", "cosine"],
                         help="default: the params file's train.schedule")
-    parser.add_argument("--bucket-width", type=int, default=None, help="default: the params file's; 1000 = none")
+    parser.add_argument("--pool-batches", type=int, default=None, help="default: the params file's; 1 = random")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--per-module", type=int, default=3000, help="problems per module and training split")
@@ -128,7 +128,7 @@ def main() -> None:
     base = TrainConfig.from_params(load_params(args.params))
     config = dataclasses.replace(base, steps=args.steps, lr=args.lr or base.lr,
                                  batch_size=args.batch_size or base.batch_size,
-                                 bucket_width=args.bucket_width or base.bucket_width,
+                                 pool_batches=args.pool_batches or base.pool_batches,
                                  schedule=args.schedule or base.schedule, log_every=min(50, args.eval_every),
                                  checkpoint_every=args.steps, device="cpu", threads=args.threads, amp=False,
                                  compile=False, processes=1)
