@@ -273,7 +273,8 @@ def summarise(runs: dict[str, dict[int, list[dict]]], batch_size: int) -> dict:
     budget = {s: min(runs[arm][s][-1]["seconds"] for arm in runs) for s in seeds}  # equal wall time per seed
     summary = {}
     for arm, by_seed in runs.items():
-        entry = {"samples_per_s": interval([p[-1]["step"] * batch_size / p[-1]["seconds"] for p in by_seed.values()])}
+        entry = {"samples_per_s": interval([by_seed[s][-1]["step"] * batch_size / by_seed[s][-1]["seconds"]
+                                            for s in seeds])}
         for when, pick in (("steps", lambda s: runs[arm][s][-1]), ("time", lambda s: at_time(runs[arm][s], budget[s]))):
             for metric in ("heldout_loss", "accuracy"):
                 values = [pick(s)[metric] for s in seeds]
