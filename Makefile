@@ -91,9 +91,9 @@ bench: install
 	$(BIN)/python benchmarks/train_throughput.py
 	$(BIN)/python benchmarks/decode.py
 
-## clean: remove everything `make run` made (data, models, results, MLflow store, DVC and Snakemake state); venvs stay
+## clean: remove everything `make run` made (data, models, results, MLflow store, DVC and Snakemake state); the venvs stay
 clean:
 	rm -rf data models checkpoints logs two_variable n2f summarization \
 	       results/eval results/tables results/figures results/interpret results/n2f \
 	       results/metrics.json results/*_metrics.json results/report.html \
-	       mlflow.db mlflow.db.lock mlartifacts mlruns .snakemake dvc.lock .dvc/tmp .dvc/cache
+	       mlflow.db mlflow.db.lock mlartifacts mlruns .snakemake dvc.lock .dvc/tmp .dvc/cache .dvc/offline_plots.html

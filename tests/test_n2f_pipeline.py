@@ -42,8 +42,11 @@ def check_tables(root, params) -> None:
     assert {f"{s}.{m}" for s in ("generated-test", "generated-test-cleaned")
             for m in ("acc", "acc_50p", "m_acc")} <= set(algolisp.columns)
     for frame in (mathqa, algolisp):
-        accuracies = frame[[c for c in frame.columns if "." in c and not c.endswith("_std")]]
+        accuracies = frame[[c for c in frame.columns if "." in c and not c.endswith(("_std", "_paired", "_paired_low",
+                                                                                    "_paired_high"))]]
         assert ((accuracies >= 0) & (accuracies <= 1)).all().all() and (frame["seeds"] == 1).all()
+        intervals = frame[[c for c in frame.columns if c.endswith(("_paired_low", "_paired_high"))]]
+        assert not intervals.empty and intervals.isna().all().all()  # model − the first: one seed, no interval
     evaluation = pd.read_csv(root / "n2f/eval/mathqa/tp_n2f-s1.csv")
     assert (evaluation["n"] == 2985).all()  # the whole real test split
     quality = json.loads((root / "results/n2f/mathqa_quality.json").read_text())
