@@ -382,17 +382,18 @@ def test_adafactor_training_resumes_exactly(releases, codec, tmp_path):
 
 
 def test_default_optimizer_keeps_the_old_fingerprint_and_adafactor_changes_it(codec):
-    """Checkpoints written before train.optimizer/schedule existed (Adam, constant) still resume."""
+    """Checkpoints written before train.optimizer/schedule/batching existed (Adam, constant, buckets) still resume."""
     import hashlib
     from dataclasses import asdict
 
     from tprepro.train.trainer import _RESUMABLE_CHANGES
 
     cfg = resolve_model_config("summarization_tpt_d_tiny")
-    adam = TrainJob(name="s", seed=5, model=cfg, config=config(optimizer="adam", schedule="constant"), files=[],
-                    vocab=codec, data_fingerprint="d")
+    adam = TrainJob(name="s", seed=5, model=cfg, config=config(optimizer="adam", schedule="constant",
+                                                               batching="buckets"),
+                    files=[], vocab=codec, data_fingerprint="d")
     old_train = {k: v for k, v in asdict(adam.config).items()
-                 if k not in _RESUMABLE_CHANGES and k not in ("optimizer", "schedule")}
+                 if k not in _RESUMABLE_CHANGES and k not in ("optimizer", "schedule", "batching", "pool_batches")}
     old = {"seed": 5, "model": asdict(cfg), "train": old_train, "vocab": list(codec.symbols), "data": "d"}
     assert adam.fingerprint == hashlib.sha256(json.dumps(old, sort_keys=True).encode()).hexdigest()
     adafactor = TrainJob(name="s", seed=5, model=cfg, config=config(), files=[], vocab=codec, data_fingerprint="d")
