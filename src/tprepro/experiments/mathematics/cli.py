@@ -134,15 +134,15 @@ EXPERIMENT = Experiment(
               code=(*COMMON, "experiments/mathematics/stages.py", "experiments/mathematics/modules.py",
                     "data/shards.py", "data/vocab.py")),
         Stage("train", "train one model (resumes from its last checkpoint)",
-              f"tprepro train --model tp_transformer_tiny --seed 0 --train {TRAIN_DIRS} --vocab data/vocab.json "
-              "--out models/tp_transformer_tiny-s0 --checkpoints checkpoints/tp_transformer_tiny-s0 "
+              f"tprepro train --model tp_transformer --seed 1 --train {TRAIN_DIRS} --vocab data/vocab.json "
+              "--out models/tp_transformer-s1 --checkpoints checkpoints/tp_transformer-s1 "
               "--heldout data/mathematics/interpolate",
               _train_arguments, _train, processes=_train_processes,
               code=(*TRAINING, "experiments/mathematics/stages.py", "experiments/mathematics/modules.py")),
         Stage("evaluate", "per-module accuracy on interpolate, extrapolate and a train sample",
-              "tprepro evaluate --model-dir models/tp_transformer_tiny-s0 --interpolate data/mathematics/interpolate "
+              "tprepro evaluate --model-dir models/tp_transformer-s1 --interpolate data/mathematics/interpolate "
               f"--extrapolate data/mathematics/extrapolate --train {TRAIN_DIRS} "
-              "--out results/eval/tp_transformer_tiny-s0.csv", _evaluate_arguments, _evaluate,
+              "--out results/eval/tp_transformer-s1.csv", _evaluate_arguments, _evaluate,
               code=(*EVALUATION, "experiments/mathematics/stages.py", "experiments/mathematics/modules.py")),
         Stage("tables", "assemble Table 1, the per-module table and figure",
               "tprepro tables --eval-dir results/eval --models-dir models --table-csv results/tables/table1.csv "
@@ -153,8 +153,8 @@ EXPERIMENT = Experiment(
               code=(*PUBLISHING, "experiments/mathematics/stages.py", "experiments/mathematics/figures.py")),
         Stage("interpret-mathematics", "attention maps, role clusters, head reconstruction and role one-hotness "
               "of one trained model (those its architecture has)",
-              "tprepro interpret-mathematics --model-dir models/tp_transformer-s0 --interpolate "
-              "data/mathematics/interpolate --out results/interpret/mathematics/tp_transformer-s0",
+              "tprepro interpret-mathematics --model-dir models/tp_transformer-s1 --interpolate "
+              "data/mathematics/interpolate --out results/interpret/mathematics/tp_transformer-s1",
               _interpret_arguments, _interpret, code=(*INTERPRETING, "experiments/mathematics/modules.py")),
         Stage("interpret-reconstruction", "the head-reconstruction MSE table and bar chart over the grid's runs",
               "tprepro interpret-reconstruction --interpret-dir results/interpret/mathematics --models-dir models "
