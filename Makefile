@@ -20,16 +20,8 @@ help:
 
 # A venv's scripts and editable install point at the folder it was made in. Its stamp holds that
 # folder: in a copied checkout the stamps differ, so both venvs are made anew for this folder.
-ifneq ($(wildcard $(VENV)/.installed),)
-ifneq ($(shell cat $(VENV)/.installed),$(CURDIR))
-$(shell rm -rf $(VENV) $(GEN))
-endif
-endif
-ifneq ($(wildcard $(GEN)/.installed),)
-ifneq ($(shell cat $(GEN)/.installed),$(CURDIR))
-$(shell rm -rf $(GEN))
-endif
-endif
+made_elsewhere = $(and $(wildcard $(1)/.installed),$(filter-out $(CURDIR),$(shell cat $(1)/.installed)))
+$(foreach venv,$(VENV) $(GEN),$(if $(call made_elsewhere,$(venv)),$(shell rm -rf $(venv))))
 
 ## install: the pipeline's venv (.venv) and the generator's (.venv-gen), then the offline DVC plots page
 install: $(VENV)/.installed $(GEN)/.installed .dvc/offline_plots.html

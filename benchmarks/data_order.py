@@ -79,13 +79,14 @@ def mathematics(params: dict, args) -> Setup:
     cache = args.cache / f"mathematics-n{args.per_module}-t{args.heldout}-s{args.data_seed}"
     generate_sample(cache, modules, args.per_module, 1000, args.data_seed, splits=(*TRAIN_SPLITS, INTERPOLATE),
                     test_per_module=args.heldout)
-    train = [open_dataset(cache / s / m) for s in TRAIN_SPLITS for m in modules]
+    train = {(s, m): open_dataset(cache / s / m) for s in TRAIN_SPLITS for m in modules}
     tests = [open_dataset(cache / INTERPOLATE / m) for m in modules]
-    vocab = build_vocab([*train, *tests])
+    vocab = build_vocab([*train.values(), *tests])
     heldout = [(r["question"], r["answer"]) for ds in tests for r in iter_rows(ds)]
-    label_of = {r["question"]: m for s in TRAIN_SPLITS for m in modules for r in iter_rows(open_dataset(cache / s / m))}
+    label_of = {r["question"]: m for (_, m), ds in train.items() for r in iter_rows(ds, columns=("question",))}
     name = args.model or params["grid"]["models"][0]
-    return Setup([ds.files for ds in train], vocab, model_config(params, name), TrainConfig.from_params(params),
+    return Setup([ds.files for ds in train.values()], vocab, model_config(params, name),
+                 TrainConfig.from_params(params),
                  heldout, label_of, exact_match(vocab, heldout, params["evaluate"]["max_answer_length"]))
 
 
@@ -298,7 +299,8 @@ def print_table(summary: dict, mix: dict, experiment: str) -> None:
     def paired(entry: dict | None, scale: float = 1.0, digits: int = 3) -> str:
         if entry is None:
             return "-"
-        return f"{entry['mean'] * scale:+.{digits}f} [{entry['low'] * scale:+.{digits}f}, {entry['high'] * scale:+.{digits}f}]"
+        low, high = entry["low"] * scale, entry["high"] * scale
+        return f"{entry['mean'] * scale:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
 
     print(f"\n{experiment}: mean ± sd over seeds; paired: arm − {REFERENCE_ARM} (95% t interval); accuracy in %")
     print("| arm | labels/batch | padding | samples/s | held-out loss | Δ loss | accuracy | Δ accuracy "
@@ -340,7 +342,8 @@ def main() -> None:
     parser.add_argument("--mathqa-dir", type=Path, default=None, help="MathQA: folder of dev.json (train), test.json")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--cache", type=Path, default=REPO / "results/benchmarks/data_order_data")
-    parser.add_argument("--out", type=Path, default=None, help="default results/benchmarks/data_order-<experiment>.json")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="default results/benchmarks/data_order-<experiment>.json")
     args = parser.parse_args()
     if args.tables:
         return reprint(args.tables)

@@ -75,7 +75,8 @@ def test_a_misspelt_stage_gets_one_line_with_the_closest_name(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["trian"])
     assert exit_.value.code == 2
-    assert capsys.readouterr().err == "tprepro: error: no stage 'trian'; did you mean 'train'? (`tprepro --help` lists them)\n"
+    assert capsys.readouterr().err == ("tprepro: error: no stage 'trian'; did you mean 'train'? "
+                                       "(`tprepro --help` lists them)\n")
 
 
 def test_help_is_short_says_how_stages_normally_run_and_describes_every_stage(capsys):

@@ -138,14 +138,14 @@ def train_model(name: str, seed: int, model, config: TrainConfig, datasets: dict
         sample = read_columns(next(iter(datasets.values())).files[0], columns).slice(0, ROLE_SAMPLE)
         rows = list(zip(*(sample.column(name).to_pylist() for name in columns)))
         trainer.callbacks.append(RoleSharpnessCallback(rows, batch_size=ROLE_SAMPLE, log_metrics=log_step_metrics))
+    learning_curve = None
     if trainer.world.is_main and curve:
-        trainer.callbacks.append(LearningCurve(heldout, checkpoints / CURVE_FILE, out / CURVE_FILE,
-                                               log_metrics=log_step_metrics))
+        learning_curve = LearningCurve(heldout, checkpoints / CURVE_FILE, out / CURVE_FILE,
+                                       log_metrics=log_step_metrics)
+        trainer.callbacks.append(learning_curve)
     summary = trainer.fit()
-    if trainer.finished is not None:  # trained before, its outputs lost (a failed rerun, a preemption): re-create them
-        for callback in trainer.callbacks:
-            if isinstance(callback, LearningCurve):
-                callback.export_curve()
+    if trainer.finished is not None and learning_curve is not None:  # trained before, outputs lost: re-create
+        learning_curve.export_curve()
     trainer.export(out / MODEL_FILE)
     trainer.world.close()
     if not trainer.world.is_main:  # data-parallel rank > 0: rank 0 reports

@@ -15,7 +15,7 @@ from tprepro.errors import TpreproError
 from tprepro.pipeline import MODEL_FILE, read_train_metrics
 
 
-def read_questions(arguments: list[str], source: BinaryIO | None, name: str = "-") -> list[str]:
+def read_questions(arguments: list[str], source: BinaryIO | None, name: str | None = None) -> list[str]:
     """The questions given as arguments, else one per non-empty line of `source` (UTF-8 bytes,
     read from the file `name`); an empty question or bytes that are not UTF-8 are refused, named."""
     if arguments:
@@ -86,7 +86,7 @@ def main(model_dir: Path, arguments: list[str], file: str | None, as_json: bool,
             source = open(file, "rb")
         except OSError as exc:
             raise TpreproError(f"{file}: cannot read questions ({exc.strerror})") from exc
-    questions = read_questions(arguments, source, "stdin" if file == "-" else file or "-")
+    questions = read_questions(arguments, source, "stdin" if file == "-" else file)
     for record in answer(model_dir, questions, batch_size, max_length, device):
         if as_json:
             print(json.dumps(record), file=out)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import hashlib
 import math
 import os
 import re
@@ -344,8 +345,6 @@ def snakemake_params(config: dict) -> tuple[str, dict]:
     another invocation with other overrides (a dry run beside a running one, say) writes a file of its
     own and never changes the settings a running job reads. DVC keeps reading params.yaml.
     """
-    import hashlib
-
     from tprepro.io import atomic_write_text
 
     path = str(config.get("params", DEFAULT_PARAMS))
