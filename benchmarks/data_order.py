@@ -13,7 +13,8 @@ diversity of its stream (distinct modules or templates per batch, padded positio
 
 Arms: `buckets` (today's length buckets, the params file's bucket_width), `bucketsW`
 (width W), `random` (uniformly random batches: pools of one batch) and `poolN`
-(batches cut from length-sorted pools of N batches, in a random order).
+(batches cut from length-sorted pools of N batches, in a random order); a trailing `t`
+(`pool16t`) weighs every target token alike across batches (`train.loss_weighting: token`).
 
     python benchmarks/data_order.py --experiment algolisp --seeds 1 2 3
     python benchmarks/data_order.py --experiment mathematics --steps 1500 --arms buckets random pool16
@@ -189,16 +190,18 @@ def exact_match(vocab, rows: list[tuple[str, str]], max_len: int) -> Callable[[t
 
 # ---- arms ----------------------------------------------------------------------------------------
 def arm_settings(arm: str, config: TrainConfig) -> dict:
-    """The train settings an arm name stands for."""
-    if arm == "random":
-        return {"batching": "pool", "pool_batches": 1}
-    if arm == "buckets":
-        return {"batching": "buckets", "bucket_width": config.bucket_width}
-    match = re.fullmatch(r"(buckets|pool)(\d+)", arm)
-    if match is None:
-        raise SystemExit(f"unknown arm {arm!r}: buckets, bucketsW, random or poolN")
-    kind, n = match.group(1), int(match.group(2))
-    return {"batching": "buckets", "bucket_width": n} if kind == "buckets" else {"batching": "pool", "pool_batches": n}
+    """The train settings an arm name stands for; a trailing `t` adds `loss_weighting: token`."""
+    match = re.fullmatch(r"(random|buckets|pool)(\d*)(t?)", arm)
+    if match is None or (match.group(1) == "pool") != bool(match.group(2)) or (match.group(1) == "random"
+                                                                                 and match.group(2)):
+        raise SystemExit(f"unknown arm {arm!r}: buckets, bucketsW, random or poolN, each optionally ending in t")
+    kind, n, token = match.group(1), match.group(2), match.group(3)
+    weighting = {"loss_weighting": "token" if token else "batch"}
+    if kind == "random":
+        return {"batching": "pool", "pool_batches": 1, **weighting}
+    if kind == "buckets":
+        return {"batching": "buckets", "bucket_width": int(n) if n else config.bucket_width, **weighting}
+    return {"batching": "pool", "pool_batches": int(n), **weighting}
 
 
 def diversity(setup: Setup, config: TrainConfig, seed: int) -> dict:
@@ -315,15 +318,24 @@ def print_table(summary: dict, mix: dict, experiment: str) -> None:
 
 
 def reprint(paths: list[Path]) -> None:
-    """The tables of finished (or partly finished) sweeps, from their JSON files."""
+    """The tables of finished (or partly finished) sweeps, from their JSON files. Files of one
+    experiment with the same model and train settings (e.g. seeds run in parallel) are one table."""
+    merged: dict[str, dict] = {}
     for path in paths:
         report = json.loads(path.read_text())
-        runs = {arm: {int(seed): points for seed, points in by_seed.items()} for arm, by_seed in report["runs"].items()}
-        runs = {arm: by_seed for arm, by_seed in runs.items() if by_seed}
-        summary = summarise(runs, report["train"]["batch_size"])
+        key = json.dumps([report["experiment"], report["model"], report["train"]], sort_keys=True)
+        table = merged.setdefault(key, {**report, "runs": {}, "diversity": {}, "files": []})
+        table["files"].append(path.name)
+        table["diversity"].update(report["diversity"])
+        for arm, by_seed in report["runs"].items():
+            table["runs"].setdefault(arm, {}).update({int(seed): points for seed, points in by_seed.items()})
+    for table in merged.values():
+        runs = {arm: by_seed for arm, by_seed in table["runs"].items() if by_seed}
+        summary = summarise(runs, table["train"]["batch_size"])
         seeds = sorted(set.intersection(*(set(by_seed) for by_seed in runs.values())))
-        print(f"\n{path.name}: seeds {seeds}, {report['train']['steps']} steps of {report['train']['batch_size']}")
-        print_table(summary, report["diversity"], report["experiment"])
+        print(f"\n{' + '.join(table['files'])}: seeds {seeds}, {table['train']['steps']} steps of "
+              f"{table['train']['batch_size']}")
+        print_table(summary, table["diversity"], table["experiment"])
 
 
 def main() -> None:

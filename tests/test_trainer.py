@@ -75,6 +75,27 @@ def test_resume_after_crash_equals_uninterrupted(data, tmp_path, preset):
     assert_resume_equals_uninterrupted(lambda: make_job(data, 14, preset), tmp_path)
 
 
+def test_resume_is_exact_under_token_weighting(data, tmp_path):
+    """The running count of target tokens behind `loss_weighting: token` is checkpointed."""
+    assert_resume_equals_uninterrupted(lambda: make_job(data, 14, loss_weighting="token"), tmp_path)
+
+
+def test_token_weighting_divides_by_the_running_mean_of_tokens_per_batch(data, tmp_path):
+    trainer = Trainer(make_job(data, 6, loss_weighting="token", batching="buckets"), tmp_path / "ckpt.pt")
+    counts, weights = [], []
+    for batch in trainer.stream:
+        counts.append(batch.n_tokens)
+        weights.append(trainer.loss_weight(batch))
+        trainer.step += 1
+        if len(counts) == 6:
+            break
+    assert len(set(counts)) > 1  # buckets of different answer lengths
+    for n, weight in enumerate(weights, start=1):
+        assert weight == pytest.approx(n / sum(counts[:n]))
+    batch_weighted = Trainer(make_job(data, 6), tmp_path / "other.pt")
+    assert batch_weighted.loss_weight(next(iter(batch_weighted.stream))) is None  # the batch's own mean
+
+
 def test_extending_steps_resumes_and_other_settings_restart(data, tmp_path):
     ckpt = tmp_path / "ckpt.pt"
     Trainer(make_job(data, 6), ckpt).fit()

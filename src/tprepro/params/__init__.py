@@ -38,7 +38,7 @@ def default_params_path() -> str:
 def _schema() -> dict:
     """The params schema, read once per process (callers must not mutate it)."""
     text = resources.files("tprepro.params").joinpath("schema.yaml").read_text(encoding="utf-8")
-    return yaml.safe_load(text)
+    return yaml.load(text, Loader=_UniqueKeyLoader)
 
 
 def _key_path(error: jsonschema.ValidationError) -> str:
@@ -302,6 +302,9 @@ class TrainConfig:
     #                             | cosine (peak at warmup_steps, half a cosine down to 0 at `steps`)
     batching: str = "pool"  # batch order (data/batching.py): pool (length-sorted pools) | buckets (of bucket_width)
     pool_batches: int = 16  # batching: pool: batches cut from each length-sorted pool of rows (1: random batches)
+    loss_weighting: str = "batch"  # batch: each step's loss is its batch's mean per target token (short and long
+    #                                batches weigh alike) | token: the batch's summed loss over the running mean of
+    #                                target tokens per batch, so every token weighs alike across batches
 
     @classmethod
     def from_params(cls, params: dict) -> "TrainConfig":

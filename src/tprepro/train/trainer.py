@@ -97,7 +97,8 @@ def target_loss(module: torch.nn.Module, output, tgt_out: torch.Tensor, pad_id: 
 
 # Settings left out of the fingerprint while at these values (what a run did before the setting
 # existed), so checkpoints written before the settings existed still resume.
-_FINGERPRINT_DEFAULTS = {"optimizer": "adam", "schedule": "constant", "batching": "buckets", "pool_batches": 16}
+_FINGERPRINT_DEFAULTS = {"optimizer": "adam", "schedule": "constant", "batching": "buckets", "pool_batches": 16,
+                         "loss_weighting": "batch"}
 
 
 def make_optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
@@ -215,6 +216,7 @@ class Trainer:
         self.resumed_from: int | None = None
         self.finished: dict | None = None  # the stored summary when the checkpoint is at the final step
         self.stream_state: dict | None = None
+        self.target_tokens = 0  # target tokens trained on so far (loss_weighting: token)
         self.window = self._new_window()
         self._maybe_resume()
         self.stream = BatchStream(
@@ -255,6 +257,7 @@ class Trainer:
         torch.set_rng_state(rng)
         self.step = self.resumed_from = state["step"]
         self.stream_state = state["stream"]
+        self.target_tokens = state.get("target_tokens", 0)
         self.window.update(state["log_window"], loss=window_loss)
         self.last_metrics = dict(state.get("last_metrics", {}))
         self.finished = state.get("summary") if self.step == self.config.steps else None
@@ -278,6 +281,7 @@ class Trainer:
                 "optimizer": self.optimizer.state_dict(),
                 "ranks": ranks,
                 "stream": self.stream.state_dict(),
+                "target_tokens": self.target_tokens,
                 "log_window": window,
                 "last_metrics": self.last_metrics,
                 "summary": summary,
@@ -300,12 +304,22 @@ class Trainer:
         for group in self.optimizer.param_groups:
             group["lr"] = self.learning_rate(self.step)
         pad_id = self.job.vocab.pad_id
-        weight = self.world.size / batch.n_tokens if self.world.distributed else None
+        weight = self.loss_weight(batch)
         local = shard_batch(batch, self.world, pad_id).to(self.device)
         loss = optimizer_step(self.net, self.optimizer, local, pad_id, self.config.grad_clip,
                               token_weight=weight, amp=self.amp)
         self.step += 1
         return loss / self.world.size
+
+    def loss_weight(self, batch: Batch) -> float | None:
+        """The weight of this rank's summed token loss (None: its mean, one process under
+        `loss_weighting: batch`). Under `token` the divisor is the running mean of target tokens
+        per global batch instead of this batch's own count, so a batch of short answers weighs
+        less than one of long answers, as their tokens would in one shuffled batch."""
+        self.target_tokens += batch.n_tokens
+        if self.config.loss_weighting == "token":
+            return self.world.size * (self.step + 1) / self.target_tokens
+        return self.world.size / batch.n_tokens if self.world.distributed else None
 
     def fit(self) -> dict:
         """Train to `config.steps`; raises `Preempted` after checkpointing if a signal arrived.
