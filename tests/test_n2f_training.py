@@ -2,11 +2,14 @@
 loss weighting, and the stage-level checks (arity, missing data settings)."""
 
 import copy
+import json
+import subprocess
+import sys
 
 import pytest
 import torch
 
-from helpers import release_file, load_default_params, write_dataset, write_params
+from helpers import release_file, load_default_params, tool_env, write_dataset, write_params
 from test_trainer import assert_resume_equals_uninterrupted
 from test_trainer import make_job as trainer_job
 from tprepro.params import load_params
@@ -16,7 +19,9 @@ from tprepro.errors import TpreproError
 from tprepro.experiments.n2f.mathqa.release import SCHEMA, load_release
 from tprepro.models.registry import resolve_model_config
 from tprepro.models.registry import build_model
-from tprepro.train.trainer import TrainJob, optimizer_step
+from tprepro.experiments.n2f.stages import predict_programs
+from tprepro.experiments.n2f.tuples import format_program
+from tprepro.train.trainer import Trainer, TrainJob, optimizer_step
 
 SMALL = {"d_model": 12, "d_tuple_embedding": 8, "lstm_hidden": 16, "n_fillers": 8, "n_roles": 4,
          "d_filler": 4, "d_role": 3, "d_relation": 3, "d_argument": 4, "d_position": 2, "dropout": 0.1}
@@ -71,3 +76,20 @@ def test_stage_checks_name_the_key(tmp_path):
     del broken["n2f"]["algolisp"]["models"]["lstm2tp"]
     with pytest.raises(TpreproError, match=r"'lstm2tp' has no entry under n2f.algolisp.models"):
         load_params(write_params(tmp_path / "models.yaml", broken))
+
+
+def test_predict_writes_the_program_and_its_mathqa_value(mathqa, tmp_path):
+    """`tprepro predict` on an N2F model answers with the greedy program and, for MathQA, its value."""
+    trainer = Trainer(make_job(mathqa, 4, "tp_n2f_tiny"), tmp_path / "ckpt.pt")
+    trainer.fit()
+    model_dir = tmp_path / "model"
+    trainer.export(model_dir / "model.pt")
+    (model_dir / "train_metrics.json").write_text(json.dumps({"name": "mathqa/tp_n2f-s3"}))
+    questions = [row["question"] for row in load_release(release_file("mathqa/dev.json"), "dev")[:3]]
+    result = subprocess.run([sys.executable, "-m", "tprepro", "predict", "--model-dir", str(model_dir), "--json",
+                             "--max-length", "6", *questions], env=tool_env(), capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    programs = predict_programs(trainer.model.eval(), mathqa[1], questions, 64, 6)
+    assert [r["program"] for r in records] == [format_program(p) for p in programs]
+    assert [r["question"] for r in records] == questions and all("value" in r for r in records)

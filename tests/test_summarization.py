@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -13,6 +15,7 @@ import pytest
 import torch
 from rouge_score import rouge_scorer
 
+from helpers import tool_env
 from test_trainer import CrashAt, assert_same_weights
 from tprepro.params import TrainConfig, validate_params
 from tprepro.data.shards import iter_rows, open_dataset
@@ -22,7 +25,7 @@ from tprepro.models.registry import resolve_model_config
 from tprepro.models.registry import build_model
 from tprepro.experiments.summarization import SPLITS, TEST, TRAIN, VALIDATION
 from tprepro.experiments.summarization.corpus import release_of, stdlib_examples, story_name, story_url, write_releases
-from tprepro.experiments.summarization.decoding import _blocked_tokens, beam_search
+from tprepro.experiments.summarization.decoding import _blocked_tokens, beam_search, summarize_documents
 from tprepro.experiments.summarization.loaders import (load_arxiv, load_huggingface, load_release, load_stories, load_wikihow,
                                            write_dataset)
 from tprepro.experiments.summarization.scoring import ROUGE_TYPES, rouge_f1, score_summaries
@@ -437,3 +440,21 @@ def test_params_name_the_summarization_key():
     params["summarization"]["datasets"]["gigaword"] = {"format": "huggingface", "path": None}
     with pytest.raises(TpreproError, match=r"summarization\.datasets\.gigaword\.path: required"):
         validate_params(params)
+
+
+def test_predict_summarizes_each_document_with_a_trained_model(releases, codec, tmp_path):
+    """`tprepro predict` on a summarization model prints a beam-searched summary per document."""
+    rows = load_huggingface(releases["xsum"], ("document", "summary"))[TRAIN]
+    write_dataset(rows, tmp_path / "train", 40)
+    trainer = Trainer(make_job(open_dataset(tmp_path / "train"), codec, steps=6), tmp_path / "ckpt.pt")
+    trainer.fit()
+    trainer.export(tmp_path / "model" / "model.pt")
+    documents = [rows[0]["document"], rows[1]["document"]]
+    result = subprocess.run([sys.executable, "-m", "tprepro", "predict", "--model-dir", str(tmp_path / "model"),
+                             "--json", "--max-length", "12", *documents], env=tool_env(), capture_output=True,
+                            text=True)
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    expected = summarize_documents(trainer.model.eval(), codec, documents, 64, 12, beam_size=4, alpha=0.6,
+                                   no_repeat_ngram=3)
+    assert [r["document"] for r in records] == documents and [r["summary"] for r in records] == expected

@@ -1,7 +1,8 @@
 """`tprepro predict`: ask a trained model questions (one per argument, or one per line of a file or stdin).
 
-Character models (Mathematics, two-variable) print their greedy answer; N2F models print the
-program and, for MathQA, its value on the problem's numbers (the faithful executor).
+Character models (Mathematics, two-variable) print their greedy answer; a model whose codec an
+experiment registered answers that experiment's way (N2F: the program and, for MathQA, its value;
+summarization: a beam-searched summary of each document).
 """
 
 from __future__ import annotations
@@ -9,10 +10,15 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import BinaryIO, Iterable, TextIO
+from typing import BinaryIO, TextIO
 
+import torch
+
+from tprepro.data.codecs import kind_of, load_object
 from tprepro.errors import TpreproError
-from tprepro.pipeline import MODEL_FILE, read_train_metrics
+from tprepro.evaluate.evaluate import load_trained, predict
+from tprepro.experiments import experiments
+from tprepro.pipeline import MODEL_FILE
 
 
 def read_questions(arguments: list[str], source: BinaryIO | None, name: str | None = None) -> list[str]:
@@ -38,40 +44,16 @@ def read_questions(arguments: list[str], source: BinaryIO | None, name: str | No
     return questions
 
 
-def _task_of(model_dir: Path) -> str | None:
-    """The N2F task a model was trained for (its run name is `<task>/<model>-s<seed>`), if any."""
-    try:
-        name = read_train_metrics(model_dir).get("name", "")
-    except TpreproError:
-        return None
-    return name.split("/", 1)[0] if "/" in name else None
-
-
 def answer(model_dir: Path, questions: list[str], batch_size: int = 64, max_length: int = 64,
-           device: str = "cpu") -> Iterable[dict]:
-    """One record per question: {"question", "answer"} or, for N2F models, {"question", "program", ["value"]}."""
-    import torch
-
-    from tprepro.evaluate.evaluate import load_trained, predict
-
+           device: str = "cpu") -> list[dict]:
+    """One record per question: {"question", "answer"} for character models, else what the model's
+    codec kind answers (data/codecs.py; e.g. N2F programs, summaries)."""
     model, codec, _ = load_trained(model_dir / MODEL_FILE, torch.device(device))
-    if not hasattr(codec, "decode_program"):  # a character vocabulary
-        for question, reply in zip(questions, predict(model, codec, questions, batch_size, max_length)):
-            yield {"question": question, "answer": reply}
-        return
-    from tprepro.experiments.n2f.stages import predict_programs
-    from tprepro.experiments.n2f.tuples import format_program
-
-    task = _task_of(model_dir)
-    for question, program in zip(questions, predict_programs(model, codec, questions, batch_size, max_length)):
-        record = {"question": question, "program": format_program(program)}
-        if task == "mathqa":
-            from tprepro.experiments.n2f.mathqa.executor import execute
-            from tprepro.experiments.n2f.mathqa.numbers import extract_numbers
-
-            outcome = execute(list(program), extract_numbers(question))
-            record["value"] = outcome.value if outcome.value is not None else f"fails: {outcome.failure}"
-        yield record
+    kind = kind_of(codec)
+    if kind.answer is not None:
+        return load_object(kind.answer)(model, codec, model_dir, questions, batch_size, max_length)
+    return [{"question": question, "answer": reply}
+            for question, reply in zip(questions, predict(model, codec, questions, batch_size, max_length))]
 
 
 def main(model_dir: Path, arguments: list[str], file: str | None, as_json: bool, batch_size: int,
@@ -87,6 +69,7 @@ def main(model_dir: Path, arguments: list[str], file: str | None, as_json: bool,
         except OSError as exc:
             raise TpreproError(f"{file}: cannot read questions ({exc.strerror})") from exc
     questions = read_questions(arguments, source, "stdin" if file == "-" else file)
+    experiments()  # registers the experiments' codecs
     for record in answer(model_dir, questions, batch_size, max_length, device):
         if as_json:
             print(json.dumps(record), file=out)

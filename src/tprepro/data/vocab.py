@@ -75,6 +75,10 @@ class Vocab:
         """What an exported model stores; `from_state` rebuilds the vocabulary."""
         return list(self.symbols)
 
+    @staticmethod
+    def accepts_state(state) -> bool:
+        return isinstance(state, list)
+
     @classmethod
     def from_state(cls, state: list[str]) -> "Vocab":
         return cls(tuple(state))

@@ -10,9 +10,11 @@ from typing import Sequence
 import torch
 
 from tprepro.data.batching import encode_questions
+from tprepro.data.codecs import codec_from_state
 from tprepro.data.shards import Dataset, iter_rows, read_columns
 from tprepro.data.vocab import Vocab
 from tprepro.evaluate.decode import greedy_decode
+from tprepro.models.interfaces import Codec
 from tprepro.models.registry import stored_model_config
 from tprepro.models.registry import build_model
 from tprepro.train.checkpoint import load_checkpoint
@@ -27,13 +29,10 @@ class EvalSet:
     rows: list[tuple[str, str]]  # (question, answer)
 
 
-def load_trained(path: str | Path, device: torch.device) -> tuple[torch.nn.Module, Vocab, dict]:
-    """The exported model, its vocabulary (a TupleVocab for N2F models) and the exported metadata."""
-    from tprepro.experiments.n2f.tuple_vocab import TupleVocab
-
+def load_trained(path: str | Path, device: torch.device) -> tuple[torch.nn.Module, Codec, dict]:
+    """The exported model, its codec (data/codecs.py: the kind its stored state is) and the exported metadata."""
     state = load_checkpoint(path)
-    codec = TupleVocab if isinstance(state["vocab"], dict) else Vocab
-    vocab = codec.from_state(state["vocab"])
+    vocab = codec_from_state(state["vocab"], str(path))
     model = build_model(stored_model_config(state["model_config"]), **vocab.model_sizes())
     model.load_state_dict(state["model"])
     return model.to(device).eval(), vocab, state

@@ -15,6 +15,9 @@ import pkgutil
 from dataclasses import dataclass, field
 from typing import Callable
 
+from tprepro.data.codecs import CodecKind
+from tprepro.data.codecs import register as register_codec
+
 Runner = Callable[[argparse.Namespace], "int | None"]
 
 
@@ -43,6 +46,9 @@ class Experiment:
     # The models the experiment builds: {dotted params path of a models mapping: names trained}
     # (every one is resolved when params are loaded, so a bad preset stops before any job runs).
     models: Callable[[dict], dict[str, list[str]]] = field(default=lambda params: {})
+    # Codecs of the experiment's own (data/codecs.py), registered when the experiments are listed,
+    # so that loading and `tprepro predict` handle its exported models.
+    codecs: tuple[CodecKind, ...] = ()
 
 
 # Code every stage of a kind runs, whatever the experiment (relative to src/tprepro/).
@@ -61,6 +67,8 @@ def experiments() -> dict[str, Experiment]:
         if info.ispkg:
             experiment = importlib.import_module(f"{__name__}.{info.name}.cli").EXPERIMENT
             found[experiment.name] = experiment
+            for kind in experiment.codecs:
+                register_codec(kind)
     return found
 
 

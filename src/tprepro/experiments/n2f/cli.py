@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tprepro.data.codecs import CodecKind
 from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, PUBLISHING, TRAINING, Experiment, Stage,
                                  table_arguments, table_outputs, test_arguments,
                                  train_arguments)
@@ -69,6 +70,8 @@ def _interpret(args) -> None:
     n2f_stage(args.params, args.task, Path(args.model_dir), Path(args.test), Path(args.out))
 
 
+CODEC = CodecKind("tprepro.experiments.n2f.tuple_vocab:TupleVocab",
+                  answer="tprepro.experiments.n2f.stages:answer_problems")
 EXPERIMENT = Experiment(
     name="n2f",
     title="Chen et al. 2020: TP-N2F and its baselines on MathQA (Table 1) and AlgoLisp (Table 2)",
@@ -104,4 +107,5 @@ EXPERIMENT = Experiment(
               code=(*INTERPRETING, "experiments/n2f")),
     ),
     models=lambda params: {f"n2f.{task}.models": list(params["n2f"]["models"]) for task in params["n2f"]["tasks"]},
+    codecs=(CODEC,),
 )

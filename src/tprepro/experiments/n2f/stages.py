@@ -111,6 +111,28 @@ def predict_programs(model, vocab, questions: list[str], batch_size: int, max_tu
     return programs
 
 
+def answer_problems(model, codec, model_dir: Path, questions: list[str], batch_size: int,
+                    max_length: int) -> list[dict]:
+    """`tprepro predict` for an N2F model: the greedy program per problem (at most `max_length`
+    tuples) and, for MathQA models, its value on the problem's numbers (the faithful executor)."""
+    from tprepro.experiments.n2f.mathqa.executor import execute
+    from tprepro.experiments.n2f.mathqa.numbers import extract_numbers
+    from tprepro.experiments.n2f.tuples import format_program
+
+    try:
+        run_name = read_train_metrics(model_dir).get("name", "")  # "<task>/<model>-s<seed>"
+    except TpreproError:  # a model copied without its train_metrics.json: programs only
+        run_name = ""
+    records = []
+    for question, program in zip(questions, predict_programs(model, codec, questions, batch_size, max_length)):
+        record = {"question": question, "program": format_program(program)}
+        if run_name.startswith("mathqa/"):
+            outcome = execute(list(program), extract_numbers(question))
+            record["value"] = outcome.value if outcome.value is not None else f"fails: {outcome.failure}"
+        records.append(record)
+    return records
+
+
 def evaluate_stage(params_path: str, task: str, model_dir: Path, test_dir: Path, out: Path) -> None:
     """Greedy programs for the test split, scored the task's way; one CSV row per (test set, metric)."""
     from tprepro.data.shards import iter_rows

@@ -118,6 +118,10 @@ class TupleVocab:
         return {"words": list(self.words), "relations": list(self.relations),
                 "arguments": list(self.arguments), "arity": self.arity}
 
+    @staticmethod
+    def accepts_state(state) -> bool:
+        return isinstance(state, dict) and "words" in state
+
     @classmethod
     def from_state(cls, state: dict) -> "TupleVocab":
         return cls(tuple(state["words"]), tuple(state["relations"]), tuple(state["arguments"]),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tprepro.data.codecs import CodecKind
 from tprepro.experiments import (COMMON, EVALUATION, PUBLISHING, TRAINING, Experiment, Stage, table_arguments,
                                  table_outputs)
 
@@ -70,6 +71,8 @@ def _tables_arguments(p) -> None:
 S = "experiments/summarization"
 DATA_CODE = (f"{S}/__init__.py", f"{S}/corpus.py", f"{S}/loaders.py", f"{S}/tokenizer.py", f"{S}/settings.py",
              f"{S}/stages.py", "data/shards.py")
+CODEC = CodecKind("tprepro.experiments.summarization.tokenizer:SubwordCodec",
+                  answer="tprepro.experiments.summarization.stages:answer_documents")
 EXPERIMENT = Experiment(
     name="summarization",
     title="Jiang et al.: TPT-d vs TPT-c vs Transformer on XSum, CNN/DM, Wikihow and arXiv (ROUGE)",
@@ -97,4 +100,5 @@ EXPERIMENT = Experiment(
               code=(*PUBLISHING, f"{S}/table.py", f"{S}/stages.py")),
     ),
     models=lambda params: {"summarization.models": list(params["summarization"]["models"])},
+    codecs=(CODEC,),
 )

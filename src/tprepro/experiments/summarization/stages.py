@@ -95,17 +95,24 @@ def train_stage(params_path: str, dataset: str, name: str, data_dir: Path, out: 
 
 def load_summarizer(path: Path, device):
     """The exported model and its subword codec."""
-    from tprepro.models.registry import build_model, stored_model_config
+    from tprepro.evaluate.evaluate import load_trained
     from tprepro.experiments.summarization.tokenizer import SubwordCodec
-    from tprepro.train.checkpoint import load_checkpoint
 
-    state = load_checkpoint(path)
-    if not (isinstance(state.get("vocab"), dict) and state["vocab"].get("codec") == "sentencepiece"):
+    model, codec, _ = load_trained(path, device)
+    if not isinstance(codec, SubwordCodec):
         raise TpreproError(f"{path}: not a summarization model (no sentencepiece codec)")
-    codec = SubwordCodec.from_state(state["vocab"])
-    model = build_model(stored_model_config(state["model_config"]), **codec.model_sizes())
-    model.load_state_dict(state["model"])
-    return model.to(device).eval(), codec
+    return model, codec
+
+
+def answer_documents(model, codec, model_dir: Path, documents: list[str], batch_size: int,
+                     max_length: int) -> list[dict]:
+    """`tprepro predict` for a summarization model: a beam-searched summary per document
+    (beam 4, length penalty 0.6, trigram blocking: the evaluate stage's defaults in params.yaml)."""
+    from tprepro.experiments.summarization.decoding import summarize_documents
+
+    summaries = summarize_documents(model, codec, documents, batch_size, max_length, beam_size=4, alpha=0.6,
+                                    no_repeat_ngram=3)
+    return [{"document": document, "summary": summary} for document, summary in zip(documents, summaries)]
 
 
 def evaluate_stage(params_path: str, dataset: str, model_dir: Path, data_dir: Path, out: Path) -> None:

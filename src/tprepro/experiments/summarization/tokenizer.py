@@ -116,6 +116,10 @@ class SubwordCodec:
         return {"codec": "sentencepiece", "model": self.model_proto, "max_source_tokens": self.max_source_tokens,
                 "max_target_tokens": self.max_target_tokens}
 
+    @staticmethod
+    def accepts_state(state) -> bool:
+        return isinstance(state, dict) and state.get("codec") == "sentencepiece"
+
     @classmethod
     def from_state(cls, state: dict) -> "SubwordCodec":
         return cls(state["model"], int(state["max_source_tokens"]), int(state["max_target_tokens"]))

@@ -1,0 +1,65 @@
+"""Codec kinds: rebuilding an exported model's codec from its stored state, and answering with it.
+
+The core knows one codec, the character `Vocab`. An experiment with a codec of its own (N2F's
+tuple vocabularies, summarization's subword model) declares a `CodecKind` in its `Experiment`;
+the experiment registry registers it here by import path when the experiments are listed, so the
+core loads such a model without importing any experiment by name.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+from tprepro.data.vocab import Vocab
+from tprepro.errors import TpreproError
+
+
+@dataclass(frozen=True)
+class CodecKind:
+    codec: str  # "module:Class" of a codec with state(), from_state(state) and accepts_state(state)
+    # "module:function"(model, codec, model_dir, questions, batch_size, max_length) -> one dict per
+    # question: what `tprepro predict` prints for a model of this kind (None: greedy text answers)
+    answer: str | None = None
+
+
+CHARACTERS = CodecKind("tprepro.data.vocab:Vocab")
+_REGISTERED: list[CodecKind] = []
+
+
+def register(kind: CodecKind) -> None:
+    """Make `kind` known to `codec_from_state` and `kind_of` (registering twice is harmless)."""
+    if kind not in _REGISTERED:
+        _REGISTERED.append(kind)
+
+
+def load_object(path: str) -> Any:
+    """The object a "module:name" path names."""
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _kinds() -> list[CodecKind]:
+    return [*_REGISTERED, CHARACTERS]
+
+
+def codec_from_state(state: Any, where: str) -> Any:
+    """The codec whose stored state `state` is (read from `where`, named in the error)."""
+    for kind in _kinds():
+        codec = load_object(kind.codec)
+        if codec.accepts_state(state):
+            return codec.from_state(state)
+    known = ", ".join(kind.codec.rpartition(":")[2] for kind in _kinds())
+    raise TpreproError(f"{where}: its vocabulary is of no registered kind (known: {known})")
+
+
+def kind_of(codec: Any) -> CodecKind:
+    """The registered kind of a codec object."""
+    for kind in _kinds():
+        if type(codec) is load_object(kind.codec):
+            return kind
+    raise TpreproError(f"{type(codec).__name__}: no registered codec kind")
+
+
+__all__ = ["CHARACTERS", "CodecKind", "Vocab", "codec_from_state", "kind_of", "load_object", "register"]
