@@ -3,7 +3,9 @@
 The core knows one codec, the character `Vocab`. An experiment with a codec of its own (N2F's
 tuple vocabularies, summarization's subword model) declares a `CodecKind` in its `Experiment`;
 the experiment registry registers it here by import path when the experiments are listed, so the
-core loads such a model without importing any experiment by name.
+core loads such a model without importing any experiment by name. Codecs are named by import
+path and imported on first use: listing the experiments must not need torch (the data stages run
+in the generation environment, which has none).
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ import importlib
 from dataclasses import dataclass
 from typing import Any
 
-from tprepro.data.vocab import Vocab
 from tprepro.errors import TpreproError
 
 
@@ -60,6 +61,3 @@ def kind_of(codec: Any) -> CodecKind:
         if type(codec) is load_object(kind.codec):
             return kind
     raise TpreproError(f"{type(codec).__name__}: no registered codec kind")
-
-
-__all__ = ["CHARACTERS", "CodecKind", "Vocab", "codec_from_state", "kind_of", "load_object", "register"]
