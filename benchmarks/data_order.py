@@ -51,7 +51,9 @@ from tprepro.evaluate.curves import heldout_loss  # noqa: E402
 from tprepro.evaluate.evaluate import predict_ids  # noqa: E402
 from tprepro.experiments.mathematics.modules import INTERPOLATE, TRAIN_SPLITS  # noqa: E402
 from tprepro.io import atomic_write_text  # noqa: E402
-from tprepro.params import TrainConfig, apply_overrides, load_params, n2f_train, two_variable_train  # noqa: E402
+from tprepro.params import TrainConfig, apply_overrides, load_params  # noqa: E402
+from tprepro.experiments.n2f.settings import n2f_train  # noqa: E402
+from tprepro.experiments.two_variable.settings import two_variable_train  # noqa: E402
 from tprepro.pipeline import model_config  # noqa: E402
 from tprepro.train.callbacks import Callback  # noqa: E402
 from tprepro.train.trainer import Trainer, TrainJob, unwrap  # noqa: E402

@@ -2,7 +2,7 @@
 # algolisp: Table 2): data -> gold-program quality -> train / evaluate every model in
 # n2f.models -> the task's table. Settings: params.yaml `n2f:` (its `train:` overrides
 # the top-level one, and `n2f.<task>.train` both).
-from tprepro.params import n2f_train
+from tprepro.experiments.n2f.settings import n2f_train
 
 N2F = P["n2f"]
 N2F_TRAIN = n2f_train(P)

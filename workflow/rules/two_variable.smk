@@ -1,7 +1,7 @@
 # The two-variable arithmetic experiment (Wangperawong 2018, Table 3): data ->
 # Transformer / UT / AUT training -> per-type test accuracy -> table.
 # Settings: params.yaml `two_variable:` (its `train:` overrides the top-level one).
-from tprepro.params import two_variable_train
+from tprepro.experiments.two_variable.settings import two_variable_train
 
 TV = P["two_variable"]
 TV_TRAIN = two_variable_train(P)

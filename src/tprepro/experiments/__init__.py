@@ -17,6 +17,7 @@ from typing import Callable
 
 from tprepro.data.codecs import CodecKind
 from tprepro.data.codecs import register as register_codec
+from tprepro.params import ExperimentRules, register_rules
 
 Runner = Callable[[argparse.Namespace], "int | None"]
 
@@ -49,6 +50,9 @@ class Experiment:
     # Codecs of the experiment's own (data/codecs.py), registered when the experiments are listed,
     # so that loading and `tprepro predict` handle its exported models.
     codecs: tuple[CodecKind, ...] = ()
+    # Cross-key rules of the experiment's params sections (beyond the schema), run by every
+    # validation of params.yaml; raises TpreproError naming the file and key.
+    check: Callable[[dict, str], None] = field(default=lambda params, source: None)
 
 
 # Code every stage of a kind runs, whatever the experiment (relative to src/tprepro/).
@@ -69,6 +73,7 @@ def experiments() -> dict[str, Experiment]:
             found[experiment.name] = experiment
             for kind in experiment.codecs:
                 register_codec(kind)
+            register_rules(experiment.name, ExperimentRules(experiment.check, experiment.models))
     return found
 
 
@@ -149,3 +154,8 @@ def code_files(name: str, root: str = "src/tprepro") -> list[str]:
         path = Path(root) / entry
         files.update(str(f) for f in (sorted(path.rglob("*.py")) if path.is_dir() else [path]))
     return sorted(files)
+
+
+# Listing the experiments on import registers their codecs and settings rules with the core, so
+# whoever imports any experiment module (stages, the Snakefile, benchmarks) validates params fully.
+experiments()

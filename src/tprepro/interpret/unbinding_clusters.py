@@ -12,7 +12,7 @@ import torch
 from sklearn.cluster import KMeans
 from sklearn.decomposition import PCA
 
-from tprepro.experiments.n2f.tuple_vocab import RELATION_SPECIALS
+from tprepro.models.tuple_ids import RELATION_SPECIALS
 from tprepro.interpret.hooks import teacher_forced
 from tprepro.interpret.plotting import plt, save
 

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, fields
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import jsonschema
 import yaml
@@ -75,32 +75,48 @@ def validate_section(name: str, value: Any, source: str = DEFAULT_PARAMS) -> dic
     return value
 
 
+@dataclass(frozen=True)
+class ExperimentRules:
+    """What an experiment tells the core about its settings (registered by the experiment registry,
+    tprepro.experiments, when the experiments are listed: the core imports no experiment)."""
+
+    check: Callable[[dict, str], None]  # cross-key rules of its sections; raises TpreproError naming the key
+    models: Callable[[dict], dict[str, list[str]]]  # {dotted path of a models mapping: the names it builds}
+
+
+_RULES: dict[str, ExperimentRules] = {}
+
+
+def register_rules(experiment: str, rules: ExperimentRules) -> None:
+    _RULES[experiment] = rules
+
+
 def validate_params(params: Any, source: str = DEFAULT_PARAMS, models: bool = True) -> dict:
-    """Check `params` against the schema and the cross-key rules; return it.
+    """Check `params` against the schema, the shared rules and every registered experiment's rules.
 
     models: also resolve every model's preset and overrides (needs torch; the data stage,
     which runs in the generation venv without torch, passes False).
     """
+    if not _RULES:
+        raise RuntimeError("no experiment's settings rules are registered: list the experiments first "
+                           "(tprepro.experiments.experiments())")
     if not isinstance(params, dict):
         raise TpreproError(f"{source}: expected a mapping at the top level")
     _check_finite(params, source, [])
     _first_error(_schema(), params, source, [])
     validate_section("data", params["data"], source)
-    _check_grid(params, source)
-    _check_two_variable(params, source)
-    _check_n2f(params, source)
-    _check_summarization(params, source)
-    _check_interpret(params, source)
+    for rules in _RULES.values():
+        rules.check(params, source)
     if models:
         _check_models(params, source)
     return params
 
 
-def _check_summarization(params: dict, source: str) -> None:
-    from tprepro.experiments.summarization.settings import check_summarization
-
-    train = {"$defs": _schema()["$defs"], **_schema()["properties"]["train"]}
-    check_summarization(params, source, lambda value, prefix: _first_error(train, value, source, prefix))
+def check_train_settings(train: dict, source: str, key: str) -> None:
+    """Merged train settings (an experiment's `train` on top of the shared one) against the
+    `train` schema; errors name `key`, e.g. "two_variable.train"."""
+    schema = _schema()
+    _first_error({"$defs": schema["$defs"], **schema["properties"]["train"]}, train, source, key.split("."))
 
 
 def _check_finite(value: Any, source: str, path: list[str]) -> None:
@@ -117,11 +133,9 @@ def _check_finite(value: Any, source: str, path: list[str]) -> None:
 
 def _check_models(params: dict, source: str) -> None:
     """Every model the pipeline will build: a known preset and known, well-typed overrides."""
-    from tprepro.experiments import experiments
     from tprepro.models.registry import resolve_model_config
 
-    built = {section: names for experiment in experiments().values()
-             for section, names in experiment.models(params).items()}
+    built = {section: names for rules in _RULES.values() for section, names in rules.models(params).items()}
     for section, names in built.items():
         models = params
         for key in section.split("."):
@@ -129,77 +143,11 @@ def _check_models(params: dict, source: str) -> None:
         for name in names:
             entry = dict(models[name])
             preset = entry.pop("preset")
-            _reraise_with_key(lambda: resolve_model_config(preset, entry, where=f"{section}.{name}"), source)
+            reraise_with_key(lambda: resolve_model_config(preset, entry, where=f"{section}.{name}"), source)
 
 
-def _check_interpret(params: dict, source: str) -> None:
-    """The interpreted module and N2F model are ones the pipeline trains on / trains."""
-    settings = params["interpret"]
-    if settings["module"] not in params["grid"]["modules"]:
-        raise TpreproError(f"{source}: interpret.module: '{settings['module']}' is not in grid.modules")
-    if settings["unbinding"]["model"] not in params["n2f"]["models"]:
-        raise TpreproError(f"{source}: interpret.unbinding.model: '{settings['unbinding']['model']}' "
-                           "is not in n2f.models")
-
-
-def two_variable_train(params: dict) -> dict:
-    """The train settings of the two-variable experiment: `train` with `two_variable.train` on top."""
-    return merge_overrides(params["train"], params["two_variable"]["train"])
-
-
-def _check_two_variable(params: dict, source: str) -> None:
-    from tprepro.experiments.two_variable.data import split_sizes
-
-    schema = _schema()
-    _first_error({"$defs": schema["$defs"], **schema["properties"]["train"]}, two_variable_train(params),
-                 source, ["two_variable", "train"])
-    data = params["two_variable"]["data"]
-    _reraise_with_key(lambda: split_sizes(data["size"], data["test_fraction"]), source)
-
-
-def n2f_train(params: dict, task: str | None = None) -> dict:
-    """The train settings of the N2F tasks: `train`, then `n2f.train`, then `n2f.<task>.train` on top."""
-    merged = merge_overrides(params["train"], params["n2f"]["train"])
-    return merge_overrides(merged, params["n2f"][task].get("train", {})) if task else merged
-
-
-def _check_n2f(params: dict, source: str) -> None:
-    """Merged train settings; every model has settings per task; the data each task needs is named."""
-    schema = _schema()
-    from tprepro.experiments.n2f import TASKS
-
-    section = params["n2f"]
-    for task in TASKS:
-        _first_error({"$defs": schema["$defs"], **schema["properties"]["train"]}, n2f_train(params, task),
-                     source, ["n2f", task, "train"])
-        for name in section["models"]:
-            if name not in section[task]["models"]:
-                raise TpreproError(f"{source}: n2f.models: '{name}' has no entry under n2f.{task}.models")
-    needs = {"mathqa": True, "algolisp": section["algolisp"]["data"]["source"] == "release"}
-    for task in section["tasks"]:
-        for split in ("train", "test"):
-            if needs[task] and not section[task]["data"][split]:
-                raise TpreproError(f"{source}: n2f.{task}.data.{split}: set the path of the {task} "
-                                   f"{split} file (the task is listed in n2f.tasks)")
-
-
-def _check_grid(params: dict, source: str) -> None:
-    from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE, validate_module
-
-    grid = params["grid"]
-    for module in grid["modules"]:
-        _reraise_with_key(lambda: validate_module(INTERPOLATE, module), f"{source}: grid.modules")
-    for module in grid["extrapolation_modules"]:
-        _reraise_with_key(
-            lambda: validate_module(EXTRAPOLATE, module), f"{source}: grid.extrapolation_modules"
-        )
-    for name in grid["models"]:
-        if name not in params["models"]:
-            raise TpreproError(f"{source}: grid.models: '{name}' has no entry under models"
-                               f"{suggestion(name, params['models'])}")
-
-
-def _reraise_with_key(check, prefix: str) -> None:
+def reraise_with_key(check: Callable[[], Any], prefix: str) -> None:
+    """Run `check`; a TpreproError it raises is raised again with `prefix` (file and key) in front."""
     try:
         check()
     except TpreproError as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tprepro.experiments.mathematics.settings import check_mathematics
 from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, PUBLISHING, TRAINING, Experiment, Stage,
                                  table_arguments, table_outputs)
 
@@ -99,7 +100,7 @@ def _interpret_arguments(p) -> None:
 
 
 def _interpret(args) -> None:
-    from tprepro.interpret.stages import mathematics_stage
+    from tprepro.experiments.mathematics.interpret import mathematics_stage
 
     mathematics_stage(args.params, Path(args.model_dir), Path(args.interpolate), Path(args.out))
 
@@ -113,7 +114,7 @@ def _reconstruction_arguments(p) -> None:
 
 
 def _reconstruction(args) -> None:
-    from tprepro.interpret.stages import reconstruction_stage
+    from tprepro.experiments.mathematics.interpret import reconstruction_stage
 
     reconstruction_stage(args.params, Path(args.interpret_dir), Path(args.models_dir),
                          {"csv": Path(args.csv), "md": Path(args.md), "png": Path(args.figure)})
@@ -155,12 +156,14 @@ EXPERIMENT = Experiment(
               "of one trained model (those its architecture has)",
               "tprepro interpret-mathematics --model-dir models/tp_transformer-s1 --interpolate "
               "data/mathematics/interpolate --out results/interpret/mathematics/tp_transformer-s1",
-              _interpret_arguments, _interpret, code=(*INTERPRETING, "experiments/mathematics/modules.py")),
+              _interpret_arguments, _interpret,
+              code=(*INTERPRETING, "experiments/mathematics/modules.py", "experiments/mathematics/interpret.py")),
         Stage("interpret-reconstruction", "the head-reconstruction MSE table and bar chart over the grid's runs",
               "tprepro interpret-reconstruction --interpret-dir results/interpret/mathematics --models-dir models "
               "--csv results/interpret/head_reconstruction.csv --md results/interpret/head_reconstruction.md "
               "--figure results/interpret/head_reconstruction.png", _reconstruction_arguments, _reconstruction,
-              code=(*PUBLISHING, "interpret")),
+              code=(*PUBLISHING, "interpret", "experiments/mathematics/interpret.py")),
     ),
     models=lambda params: {"models": list(params["grid"]["models"])},
+    check=check_mathematics,
 )

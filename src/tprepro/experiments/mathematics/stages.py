@@ -6,15 +6,12 @@ commands, tests may call these functions directly. The shared skeletons are in p
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict
 from pathlib import Path
 from typing import Mapping, Sequence
 
 from tprepro.params import TrainConfig, load_params
 from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE
 from tprepro.data.shards import Dataset, open_dataset
-from tprepro.errors import TpreproError
 from tprepro.experiments import mlflow_experiment
 from tprepro.pipeline import (MODEL_FILE, heldout_settings, model_config, publish_table, published_rows,
                               read_train_metrics, require_model, train_model, training_run, training_summaries,

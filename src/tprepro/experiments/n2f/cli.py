@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tprepro.data.codecs import CodecKind
+from tprepro.experiments.n2f.settings import check_n2f
 from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, PUBLISHING, TRAINING, Experiment, Stage,
                                  table_arguments, table_outputs, test_arguments,
                                  train_arguments)
@@ -47,7 +48,8 @@ def _train(args) -> None:
 
 
 def _train_processes(args) -> int:
-    from tprepro.params import load_params, n2f_train
+    from tprepro.params import load_params
+    from tprepro.experiments.n2f.settings import n2f_train
 
     return n2f_train(load_params(args.params), args.task)["processes"]
 
@@ -65,7 +67,7 @@ def _tables(args) -> None:
 
 
 def _interpret(args) -> None:
-    from tprepro.interpret.stages import n2f_stage
+    from tprepro.experiments.n2f.interpret import n2f_stage
 
     n2f_stage(args.params, args.task, Path(args.model_dir), Path(args.test), Path(args.out))
 
@@ -108,4 +110,5 @@ EXPERIMENT = Experiment(
     ),
     models=lambda params: {f"n2f.{task}.models": list(params["n2f"]["models"]) for task in params["n2f"]["tasks"]},
     codecs=(CODEC,),
+    check=check_n2f,
 )

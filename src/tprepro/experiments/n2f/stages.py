@@ -13,7 +13,8 @@ import json
 from pathlib import Path
 from typing import Mapping
 
-from tprepro.params import TrainConfig, load_params, n2f_train
+from tprepro.params import TrainConfig, load_params
+from tprepro.experiments.n2f.settings import n2f_train
 from tprepro.data.shards import open_dataset, write_dataset
 from tprepro.errors import TpreproError
 from tprepro.experiments import mlflow_experiment

@@ -14,13 +14,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tprepro.errors import TpreproError
+from tprepro.models.tuple_ids import ARG_NONE, ARG_PAD, REL_BOS, REL_EOS, REL_PAD  # noqa: F401  (the models' reserved ids)
 
 NO_ARG = "<none>"  # filler of an argument slot the relation does not use
 TUPLE_SEPARATOR = " | "
 
-# Reserved ids of the relation and argument output vocabularies (TupleVocab).
-REL_PAD, REL_BOS, REL_EOS = 0, 1, 2  # padding tuple, decoder start tuple, end-of-program tuple
-ARG_PAD, ARG_NONE = 0, 1  # padding, NO_ARG
 
 Program = list[tuple[str, ...]]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tprepro.data.codecs import CodecKind
+from tprepro.experiments.summarization.settings import check_summarization
 from tprepro.experiments import (COMMON, EVALUATION, PUBLISHING, TRAINING, Experiment, Stage, table_arguments,
                                  table_outputs)
 
@@ -101,4 +102,5 @@ EXPERIMENT = Experiment(
     ),
     models=lambda params: {"summarization.models": list(params["summarization"]["models"])},
     codecs=(CODEC,),
+    check=check_summarization,
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tprepro.errors import TpreproError
+from tprepro.params import check_train_settings, merge_overrides
 
 # Where each release format lies in the CI corpus (corpus.write_releases) when a dataset's path is null.
 CORPUS_PATHS = {"huggingface": "{dataset}", "stories": "cnndm_stories", "wikihow_csv": "wikihow/wikihowAll.csv",
@@ -13,8 +14,6 @@ CORPUS_PATHS = {"huggingface": "{dataset}", "stories": "cnndm_stories", "wikihow
 
 def summarization_train(params: dict) -> dict:
     """`train` with `summarization.train` on top."""
-    from tprepro.params import merge_overrides
-
     return merge_overrides(params["train"], params["summarization"]["train"])
 
 
@@ -30,10 +29,10 @@ def release_path(params: dict, dataset: str, corpus_dir: Path) -> Path:
     return corpus_dir / relative
 
 
-def check_summarization(params: dict, source: str, train_schema_check) -> None:
+def check_summarization(params: dict, source: str) -> None:
     """Merged train settings valid; corpus fractions leave a training split."""
     section = params["summarization"]
-    train_schema_check(summarization_train(params), ["summarization", "train"])
+    check_train_settings(summarization_train(params), source, "summarization.train")
     corpus = section["corpus"]
     if corpus["validation_fraction"] + corpus["test_fraction"] >= 1:
         raise TpreproError(f"{source}: summarization.corpus: validation_fraction + test_fraction must be < 1")

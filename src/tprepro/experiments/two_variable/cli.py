@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tprepro.experiments.two_variable.settings import check_two_variable
 from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, PUBLISHING, TRAINING, Experiment, Stage,
                                  table_arguments, table_outputs, test_arguments,
                                  train_arguments)
@@ -40,7 +41,7 @@ def _tables(args) -> None:
 
 
 def _interpret(args) -> None:
-    from tprepro.interpret.stages import two_variable_stage
+    from tprepro.experiments.two_variable.interpret import two_variable_stage
 
     two_variable_stage(args.params, Path(args.model_dir), Path(args.test), Path(args.out))
 
@@ -76,7 +77,8 @@ EXPERIMENT = Experiment(
               "tprepro interpret-two-variable --model-dir two_variable/models/aut-s1 --test data/two_variable/test "
               "--out results/interpret/two_variable/aut-s1",
               lambda p: test_arguments(p, "output directory (replaced only when complete)"), _interpret,
-              code=(*INTERPRETING, "experiments/two_variable/data.py")),
+              code=(*INTERPRETING, "experiments/two_variable/data.py", "experiments/two_variable/interpret.py")),
     ),
     models=lambda params: {"two_variable.models": list(params["two_variable"]["models"])},
+    check=check_two_variable,
 )

@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
-from tprepro.params import TrainConfig, load_params, two_variable_train
+from tprepro.params import TrainConfig, load_params
+from tprepro.experiments.two_variable.settings import two_variable_train
 from tprepro.data.shards import open_dataset
 from tprepro.errors import TpreproError
 from tprepro.experiments import mlflow_experiment
