@@ -1,0 +1,44 @@
+"""Layers point one way: the core (params, data, models, train, evaluate, interpret, report and the
+shared modules below them) imports nothing from `tprepro.experiments`; experiments register what the
+core needs (settings rules, codecs). Only the entry points (cli, predict, workflow) list them."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "tprepro"
+CORE = ("params", "data", "models", "train", "evaluate", "interpret", "report",
+        "io.py", "errors.py", "children.py", "pipeline.py", "tracking.py")
+ENTRY_POINTS = {"cli.py", "predict.py", "workflow.py", "__main__.py", "__init__.py"}
+
+
+def imported_modules(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of every import in `path`, at any depth (function-level imports count too)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.append((node.lineno, node.module))
+    return found
+
+
+def core_files() -> list[Path]:
+    files = []
+    for entry in CORE:
+        path = SRC / entry
+        files += sorted(path.rglob("*.py")) if path.is_dir() else [path]
+    return files
+
+
+def test_every_top_level_module_is_core_an_experiment_or_an_entry_point():
+    names = {p.name for p in SRC.iterdir() if p.suffix == ".py" or (p.is_dir() and (p / "__init__.py").exists())}
+    assert names <= set(CORE) | ENTRY_POINTS | {"experiments"}, names - set(CORE) - ENTRY_POINTS
+
+
+@pytest.mark.parametrize("path", core_files(), ids=lambda p: str(p.relative_to(SRC)))
+def test_the_core_imports_no_experiment(path):
+    upward = [f"{path.relative_to(SRC.parent.parent)}:{line}: {module}"
+              for line, module in imported_modules(path) if module.startswith("tprepro.experiments")]
+    assert not upward, "the core imports an experiment:\n" + "\n".join(upward)
