@@ -187,15 +187,15 @@ class _Programs:
         e = self.expr
         return self.pick([
             lambda: ["map", e("arr", d, lam), self.fn1(d, lam)],
-            lambda: ["map", e(self.pick(["arrs", "strs"]), d, lam), self.pick(["len", "head", "strlen", ["combine", "head", "reverse"]])],
+            lambda: ["map", e(self.pick(["arrs", "strs"]), d, lam), self.pick(["len", "head", "strlen", ["combine", "head", "tail"]])],
             lambda: ["filter", e("arr", d, lam), self.pred(d, lam)],
             lambda: [self.pick(["sort", "reverse", "tail"]), e(self.pick(["arr", "arr", "str"]), d, lam)],
             lambda: ["slice", e("arr", d, lam), e("int", d, lam), e("int", d, lam)],
             lambda: ["append", e("arr", d, lam), e(self.pick(["int", "int", "arr"]), d, lam)],
-            lambda: [self.pick(["range", "range"]), e("int", d, lam), e("int", d, lam)],
+            lambda: ["range", e("int", d, lam), e("int", d, lam)],
             lambda: ["digits", e("int", d, lam)],
             lambda: ["head", e("arrs", d, lam)],
-            lambda: ["reduce", e(self.pick(["arr", "arrs"]), d, lam), e(self.pick(["arr", "arrs"]), d, lam), self.pick(["append", "+", self.fn2(d, lam)])],
+            lambda: ["reduce", e(self.pick(["arr", "arrs"]), d, lam), e(self.pick(["arr", "arrs"]), d, lam), self.mixed(d, lam)],
             lambda: ["map", e("arr", d, lam), self.recursive(d, 1)],
         ])()
 
@@ -244,6 +244,10 @@ class _Programs:
             lambda: ["combine", self.fn1(d - 1, lam), self.pick(["+", "*"])],
             lambda: self.recursive(d, 2),
         ])()
+
+    def mixed(self, d, lam):
+        """A combiner for a reduction whose accumulator and items may differ in type."""
+        return self.pick(["append", "+", self.fn2(d, lam), ["partial0", self.expr("arr", d, lam), "append"]])
 
     def recursive(self, d, params: int):
         """A lambda recurring through `self` on a shrinking `arg1`, `self` placed anywhere."""

@@ -74,17 +74,19 @@ class LimitNote:
     reference_errors: tuple[str, ...] = ()  # exceptions the reference raises at its own bound
 
 
+_PYTHON_STACK = "Python's recursion limit (RecursionError)"
+
 # The one table of this interpreter's limits (keys: `Limits` fields). The differential test skips
 # a case that hits a limit here, or where the reference raises one of `reference_errors`.
 DOCUMENTED_LIMITS: dict[str, LimitNote] = {
     "max_steps": LimitNote("the run fails", "no bound"),
     "timeout_s": LimitNote("the run fails", "no bound"),
     "max_call_depth": LimitNote("the run fails", "the same bound (\"Stack Overflow\")", same_as_reference=True),
-    "max_eval_depth": LimitNote("the run fails", "Python's recursion limit (RecursionError)", reference_errors=("RecursionError",)),
+    "max_eval_depth": LimitNote("the run fails", _PYTHON_STACK, reference_errors=("RecursionError",)),
     "max_int_bits": LimitNote("the run fails", "unbounded integers"),
     "max_length": LimitNote("the run fails", "unbounded arrays and strings"),
     "max_tree_nodes": LimitNote("the program is refused", "no bound"),
-    "max_tree_depth": LimitNote("the program is refused", "Python's recursion limit (RecursionError)", reference_errors=("RecursionError",)),
+    "max_tree_depth": LimitNote("the program is refused", _PYTHON_STACK, reference_errors=("RecursionError",)),
 }
 
 
@@ -385,7 +387,9 @@ def _special_form(name: str):
     return impl
 
 
-_LISP_DEFINED = {"square", "is_prime", "min", "max", "str_min", "str_max", "contains", "is_sorted_helper", "is_sorted", "abs", "digits"}
+_LISP_DEFINED = {
+    "square", "is_prime", "min", "max", "str_min", "str_max", "contains", "is_sorted_helper", "is_sorted", "abs", "digits"
+}
 
 
 def _builtins() -> dict[str, Builtin]:

@@ -32,7 +32,9 @@ _PARENT = {
     "anyfn": "fn",
     "any": "type",
 }
-_FIELDS = {"arr": ("elem",), "dict": ("key", "value"), "typetype": ("base",), "fn": ("ret", "params"), "anyfn": ("ret", "params")}
+_FIELDS = {
+    "arr": ("elem",), "dict": ("key", "value"), "typetype": ("base",), "fn": ("ret", "params"), "anyfn": ("ret", "params")
+}
 
 
 class Rejected(Exception):
@@ -238,7 +240,9 @@ def _signatures() -> dict[str, Sig]:
             "!": Sig((BOOL,), BOOL),
             "if": Sig((BOOL, lambda w, a: w, lambda w, a: a[1]), ANY, lambda w, a: a[1]),
             "reduce": Sig(
-                (arr(TYPE), lambda w, a: w, lambda w, a: fn(a[1], (a[1], a[0].field("elem")))), ANY, lambda w, a: _ret(a[2])
+                (arr(TYPE), lambda w, a: w, lambda w, a: fn(a[1], (a[1], a[0].field("elem")))),
+                ANY,
+                lambda w, a: _ret(a[2]),
             ),
             "map": Sig(
                 (arr(TYPE), lambda w, a: fn(w.field("elem") if w.kind == "arr" else TYPE, (a[0].field("elem"),))),
@@ -278,7 +282,11 @@ def _signatures() -> dict[str, Sig]:
                 lambda w, a: dct(a[0].field("base"), a[1].field("base")),
             ),
             "dict-insert": Sig(
-                (lambda w, a: w if w.kind == "dict" else dct(TYPE, TYPE), lambda w, a: a[0].field("key"), lambda w, a: a[0].field("value")),
+                (
+                    lambda w, a: w if w.kind == "dict" else dct(TYPE, TYPE),
+                    lambda w, a: a[0].field("key"),
+                    lambda w, a: a[0].field("value"),
+                ),
                 dct(ANY, ANY),
                 _first,
             ),
