@@ -49,8 +49,9 @@ def _outside_limits(mine_error, reference_error) -> bool:
 def _agree(ref, mine) -> bool:
     if ref is FAILED or mine is FAILED:
         return ref is mine
-    if isinstance(mine, Func) or callable(ref):
-        return isinstance(mine, Func) and callable(ref)
+    ref_function = callable(ref) and not isinstance(ref, type)  # the type symbol `int` is a value
+    if isinstance(mine, Func) or ref_function:
+        return isinstance(mine, Func) and ref_function
     if isinstance(ref, range) != isinstance(mine, range):
         return False
     if isinstance(ref, float) and isinstance(mine, float) and math.isnan(ref) and math.isnan(mine):
