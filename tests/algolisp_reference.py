@@ -75,9 +75,11 @@ class ReferenceExecutor:
         self.code_lisp, self.code_types = load_reference_modules()
         self.units = self.code_lisp.load_lisp_units()
         self.code_lisp._EXECUTION_CACHE = _NoMemo()
+        self.last_error: str | None = None  # the exception class of the last failed run
 
     def run(self, tree, arg_types: dict[str, str], inputs: dict):
-        """The program's value, or FAILED (static rejection or any exception)."""
+        """The program's value, or FAILED (static rejection or any exception, named in `last_error`)."""
+        self.last_error = None
         try:
             arguments = [(name, self.code_types.str_to_type(t)) for name, t in arg_types.items()]
             self.code_lisp.test_lisp_validity(self.units, copy.deepcopy(tree), dict(arguments), self.code_types.Type.T)
@@ -85,5 +87,6 @@ class ReferenceExecutor:
             values = copy.deepcopy([inputs[name] for name, _ in arguments])
             with contextlib.redirect_stdout(io.StringIO()):  # it prints on some TypeErrors
                 return func(*values)
-        except Exception:  # noqa: BLE001 - the reference counts every exception as a failed test
+        except Exception as exc:  # noqa: BLE001 - the reference counts every exception as a failed test
+            self.last_error = type(exc).__name__
             return FAILED

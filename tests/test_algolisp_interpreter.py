@@ -4,7 +4,18 @@ import time
 
 import pytest
 
-from tprepro.experiments.n2f.algolisp.interpreter import ExecutionError, Limits, compile_program, run, run_tests
+from tprepro.experiments.n2f.algolisp.interpreter import (
+    DOCUMENTED_LIMITS,
+    ExecutionError,
+    LimitExceeded,
+    Limits,
+    RejectedProgram,
+    compile_program,
+    run,
+    run_tests,
+)
+from tprepro.experiments.n2f.algolisp.metrics import fraction_passed
+from tprepro.experiments.n2f.algolisp.program import tree_to_tuples
 
 THOUSAND = ["*", "10", ["*", "10", "10"]]
 FACTORIAL = ["invoke1", ["lambda1", ["if", ["==", "arg1", "1"], "1", ["*", ["self", ["-", "arg1", "1"]], "arg1"]]], "a"]
@@ -113,3 +124,51 @@ def test_compiled_program_reuse_and_input_isolation():
     with pytest.raises(ExecutionError, match="no value"):
         program.run({})
     assert run_tests(["+", "a"], [{"input": {"a": 1}, "output": 1}] * 3) == [False] * 3
+
+
+GCD = ["invoke1", ["partial0", "a", ["lambda2", ["if", ["==", "arg2", "0"], "arg1", ["self", "arg2", ["%", "arg1", "arg2"]]]]], "b"]
+DIGIT_ROOT = ["invoke1", ["lambda1", ["if", ["<", "arg1", "10"], "arg1", ["self", ["reduce", ["digits", "arg1"], "0", "+"]]]], "a"]
+FIRST_DIGITS = ["map", "arr", ["lambda1", ["if", ["<", "arg1", "10"], "arg1", ["self", ["/", "arg1", "10"]]]]]
+
+
+@pytest.mark.parametrize(
+    "tree, args, inputs, expected",
+    [
+        (GCD, {"a": "int", "b": "int"}, {"a": 12, "b": 18}, 6),
+        (DIGIT_ROOT, {"a": "int"}, {"a": 9875}, 2),
+        (FIRST_DIGITS, {"arr": "int[]"}, {"arr": [5, 123, 77]}, [5, 1, 7]),
+        (["len", "arr"], {"arr": "int[]"}, {"arr": "abc"}, 3),  # an input of the wrong type runs as in Python
+        (["reduce", "arr", '""', "str_concat"], {"arr": "string[]"}, {"arr": "xyz"}, "xyz"),
+    ],
+)
+def test_self_in_an_else_branch_and_inputs_of_the_wrong_type_run_as_in_the_reference(tree, args, inputs, expected):
+    assert compile_program(tree, args).run(inputs) == expected
+
+
+@pytest.mark.parametrize(
+    "tree, args",
+    [
+        (["map", "aa", "head"], {"aa": "int[][]"}),
+        (["map", "aa", "reverse"], {"aa": "int[][]"}),
+        (["reduce", "arr", ["array-new", "int"], "append"], {"arr": "int[]"}),
+        (["reduce", "arr", "arr", "append"], {"arr": "int[]"}),
+        (["map", "arr", ["partial0", "arr", "append"]], {"arr": "int[]"}),
+        (["invoke1", ["lambda1", ["if", ["<", "arg1", "10"], ["self", ["/", "arg1", "10"]], "arg1"]], "a"], {"a": "int"}),
+    ],
+)
+def test_programs_the_reference_type_check_rejects_are_rejected_and_score_zero(tree, args):
+    with pytest.raises(RejectedProgram, match="type check"):
+        compile_program(tree, args)
+    inputs = {name: {"int[][]": [[1]], "int[]": [1]}.get(t, 1) for name, t in args.items()}
+    record = {"args": args, "tests": [{"input": inputs, "output": [1]}]}
+    assert fraction_passed(record, tree_to_tuples(tree, 3)) == 0.0
+
+
+def test_limits_are_reported_by_their_documented_name():
+    with pytest.raises(LimitExceeded) as hit:
+        run(["pow", "10", "1000000000"], {})
+    assert hit.value.limit == "max_int_bits" and hit.value.limit in DOCUMENTED_LIMITS
+    with pytest.raises(LimitExceeded) as hit:
+        run(FACTORIAL, {"a": 200})
+    assert hit.value.limit == "max_call_depth" and DOCUMENTED_LIMITS["max_call_depth"].same_as_reference
+    assert set(DOCUMENTED_LIMITS) == set(Limits.__dataclass_fields__)

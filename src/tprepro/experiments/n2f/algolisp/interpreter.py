@@ -1,21 +1,23 @@
 """A bounded interpreter of the AlgoLisp DSL (program trees as nested lists of strings).
 
-A program is first *compiled*: its structure is checked (known symbols, arities, `arg1`/`arg2`/
-`self` only inside a lambda, size and depth bounds) and its types are inferred by unification
-(int, bool, string, arrays, dicts, functions; lambda parameters are ints, as the DSL declares).
-It then runs on inputs within `Limits` (total steps, lambda call depth, evaluation depth,
-wall time, integer and sequence sizes). Every failure, static or at run time, is one
+A program is first checked: its size and depth are bounded, then the reference executor's static
+type check (`typecheck`) accepts or rejects it exactly as the reference does, then it is compiled
+(known symbols and arities, like the reference's compiler, even inside the unchecked arguments of
+a `self` call). It then runs on inputs within `Limits`. A static refusal is a `RejectedProgram`, a
+documented limit a `LimitExceeded` (see `DOCUMENTED_LIMITS`), any other failure at run time an
 `ExecutionError`; nothing is ever passed to `eval`.
 
-Semantics follow the DSL's reference executor (facts, not code, taken from it):
-`/` on an int numerator is floor division, `floor` truncates toward zero, `range` refuses more than
-1000 elements and yields a range value (equal to another range with the same elements, never to a
-list; `append` to it fails), `if` is lazy while `&&`/`||` evaluate both sides, `partialK v f`
-inserts `v` as the K-th argument of `f`, `combine f g` is `x -> f(g(x))`, `dict-insert` updates the
-dict in place, and the Lisp-defined helpers (square, is_prime, min, max, str_min, str_max, contains,
-is_sorted, abs, digits) compute what their Lisp definitions compute (e.g. `is_prime` fails above
-1,002,001 because its internal range would exceed 1000 elements; `digits` of a float keeps the
-fractional parts). A lambda may nest at most 110 calls deep (the reference's stack bound).
+Semantics follow the DSL's reference executor (`program-synthesis==0.1.2`; facts, not code):
+builtins act as the Python operations they are there, on whatever values they get (`len` of a
+string, `+` of two strings), `/` on an int numerator is floor division, `floor` truncates toward
+zero, `range` refuses more than 1000 elements and yields a range value (never equal to a list;
+`append` to it fails), `if` is lazy while `&&`/`||` evaluate both sides and return an operand,
+`partialK v f` inserts `v` as the K-th argument of `f`, `combine f g` is `x -> f(g(x))`,
+`dict-insert` updates in place, and the Lisp-defined helpers (square, is_prime, min, max, str_min,
+str_max, contains, is_sorted, abs, digits) compute what their Lisp definitions compute (e.g.
+`is_prime` fails above 1,002,001 because its internal range would exceed 1000 elements). Lambda
+variables are scoped dynamically: a lambda's body sees a copy of its caller's variables plus its
+own `arg1`/`arg2`/`self`. A lambda may nest at most 110 calls deep (the reference's stack bound).
 """
 
 from __future__ import annotations
@@ -25,13 +27,27 @@ import math
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from tprepro.errors import TpreproError
+from tprepro.experiments.n2f.algolisp import typecheck
+from tprepro.experiments.n2f.algolisp.typecheck import ARG_TYPES, Rejected, Ty
 
 
 class ExecutionError(TpreproError):
     """The program is malformed, ill-typed, failed at run time or exceeded a limit."""
+
+
+class RejectedProgram(ExecutionError):
+    """Refused before running, as the reference refuses it (type check or compilation)."""
+
+
+class LimitExceeded(ExecutionError):
+    """A documented limit of this interpreter was hit (`limit`: its `Limits` field)."""
+
+    def __init__(self, limit: str, message: str) -> None:
+        super().__init__(message)
+        self.limit = limit
 
 
 @dataclass(frozen=True)
@@ -48,210 +64,58 @@ class Limits:
     max_tree_depth: int = 200
 
 
-# ----------------------------------------------------------------------------------------------
-# Types: ("int",), ("bool",), ("str",), ("arr", t), ("dict", k, v), ("fn", ret, *params),
-# ("type", t) for the type symbol `int`, and TVar for a not-yet-known type.
+@dataclass(frozen=True)
+class LimitNote:
+    """What happens at one limit, here and in the reference executor."""
 
-INT, BOOL, STR = ("int",), ("bool",), ("str",)
-
-
-class TVar:
-    __slots__ = ("ref",)
-
-    def __init__(self) -> None:
-        self.ref = None
+    ours: str
+    reference: str
+    same_as_reference: bool = False  # the reference stops at the same bound: no divergence
+    reference_errors: tuple[str, ...] = ()  # exceptions the reference raises at its own bound
 
 
-class _Clash(Exception):
-    pass
+_PYTHON_STACK = "Python's recursion limit (RecursionError)"
 
-
-def _resolve(t):
-    while isinstance(t, TVar) and t.ref is not None:
-        t = t.ref
-    return t
-
-
-def _occurs(var: TVar, t) -> bool:
-    t = _resolve(t)
-    if t is var:
-        return True
-    return isinstance(t, tuple) and any(_occurs(var, part) for part in t[1:])
-
-
-def _unify(a, b) -> None:
-    a, b = _resolve(a), _resolve(b)
-    if a is b:
-        return
-    if isinstance(a, TVar) or isinstance(b, TVar):
-        var, other = (a, b) if isinstance(a, TVar) else (b, a)
-        if _occurs(var, other):
-            raise _Clash("recursive type")
-        var.ref = other
-        return
-    if a[0] != b[0] or len(a) != len(b):
-        raise _Clash(f"{show_type(a)} vs {show_type(b)}")
-    for x, y in zip(a[1:], b[1:]):
-        _unify(x, y)
-
-
-def show_type(t) -> str:
-    t = _resolve(t)
-    if isinstance(t, TVar):
-        return "?"
-    if t[0] == "arr":
-        return show_type(t[1]) + "[]"
-    if t[0] == "dict":
-        return f"dict<{show_type(t[1])},{show_type(t[2])}>"
-    if t[0] == "fn":
-        return "(" + ",".join(show_type(p) for p in t[2:]) + ")->" + show_type(t[1])
-    if t[0] == "type":
-        return "type<" + show_type(t[1]) + ">"
-    return t[0]
-
-
-ARG_TYPE_NAMES = {
-    "int": INT,
-    "string": STR,
-    "bool": BOOL,
-    "int[]": ("arr", INT),
-    "string[]": ("arr", STR),
-    "int[][]": ("arr", ("arr", INT)),
-    "dict<int,int>": ("dict", INT, INT),
-    "dict<string,int>": ("dict", STR, INT),
+# The one table of this interpreter's limits (keys: `Limits` fields). The differential test skips
+# a case that hits a limit here, or where the reference raises one of `reference_errors`.
+DOCUMENTED_LIMITS: dict[str, LimitNote] = {
+    "max_steps": LimitNote("the run fails", "no bound"),
+    "timeout_s": LimitNote("the run fails", "no bound"),
+    "max_call_depth": LimitNote("the run fails", "the same bound (\"Stack Overflow\")", same_as_reference=True),
+    "max_eval_depth": LimitNote("the run fails", _PYTHON_STACK, reference_errors=("RecursionError",)),
+    "max_int_bits": LimitNote("the run fails", "unbounded integers"),
+    "max_length": LimitNote("the run fails", "unbounded arrays and strings"),
+    "max_tree_nodes": LimitNote("the program is refused", "no bound"),
+    "max_tree_depth": LimitNote("the program is refused", _PYTHON_STACK, reference_errors=("RecursionError",)),
 }
 
 
-def parse_arg_type(name: str):
-    """The type of an argument declared as e.g. 'int[]' ('any' -> unknown)."""
-    if name == "any":
-        return TVar()
-    if name not in ARG_TYPE_NAMES:
-        raise ExecutionError(f"unknown argument type {name!r}")
-    return ARG_TYPE_NAMES[name]
+def parse_arg_type(name) -> Ty:
+    """The type of an argument declared as e.g. 'int[]' (or already a `typecheck.Ty`)."""
+    if isinstance(name, Ty):
+        return name
+    if name not in ARG_TYPES:
+        raise RejectedProgram(f"unknown argument type {name!r}")
+    return ARG_TYPES[name]
 
 
-def type_of_value(value):
-    """The type of a concrete input value (arrays take their first element's type)."""
+def type_of_value(value) -> Ty:
+    """A declared type for a concrete input value (arrays and dicts by their first element)."""
     if isinstance(value, bool):
-        return BOOL
+        return typecheck.BOOL
     if isinstance(value, (int, float)):
-        return INT
+        return typecheck.NUM
     if isinstance(value, str):
-        return STR
+        return typecheck.STR
     if isinstance(value, (list, range)):
-        return ("arr", type_of_value(value[0]) if len(value) else TVar())
+        return typecheck.arr(type_of_value(value[0]) if len(value) else typecheck.NUM)
     if isinstance(value, dict):
-        return ("dict", TVar(), TVar())
-    return TVar()
-
-
-def _signatures() -> dict[str, Callable[[], tuple]]:
-    """Fresh-instance signature ("fn", ret, *params) of every plain builtin."""
-
-    def v():
-        return TVar()
-
-    def num2():
-        return ("fn", INT, INT, INT)
-
-    sigs: dict[str, Callable[[], tuple]] = {}
-    for name in ("+", "-", "*", "/", "%", "pow", "min", "max"):
-        sigs[name] = num2
-    for name in ("sqrt", "floor", "square", "abs"):
-        sigs[name] = lambda: ("fn", INT, INT)
-    for name in ("||", "&&"):
-        sigs[name] = lambda: ("fn", BOOL, BOOL, BOOL)
-    for name in ("<", ">", "<=", ">=", "==", "!="):
-        sigs[name] = lambda: ("fn", BOOL, v(), v())
-    for name in ("str_min", "str_max", "str_concat"):
-        sigs[name] = lambda: ("fn", STR, STR, STR)
-    for name in ("sort", "reverse", "tail"):
-        sigs[name] = lambda a=None: (lambda t: ("fn", ("arr", t), ("arr", t)))(v())
-    sigs["!"] = lambda: ("fn", BOOL, BOOL)
-
-    def reduce_sig():
-        a, b = v(), v()
-        return ("fn", b, ("arr", a), b, ("fn", b, b, a))
-
-    def map_sig():
-        a, b = v(), v()
-        return ("fn", ("arr", b), ("arr", a), ("fn", b, a))
-
-    def filter_sig():
-        a = v()
-        return ("fn", ("arr", a), ("arr", a), ("fn", BOOL, a))
-
-    def invoke1_sig():
-        b = v()
-        return ("fn", b, ("fn", b, INT), INT)
-
-    def elem(make):
-        def sig():
-            return make(v())
-
-        return sig
-
-    def dict_sig(make):
-        def sig():
-            return make(v(), v())
-
-        return sig
-
-    sigs.update(
-        {
-            "reduce": reduce_sig,
-            "map": map_sig,
-            "filter": filter_sig,
-            "invoke1": invoke1_sig,
-            "range": lambda: ("fn", ("arr", INT), INT, INT),
-            "array-new": elem(lambda a: ("fn", ("arr", a), ("type", a))),
-            "len": elem(lambda a: ("fn", INT, ("arr", a))),
-            "head": elem(lambda a: ("fn", a, ("arr", a))),
-            "deref": elem(lambda a: ("fn", a, ("arr", a), INT)),
-            "int-deref": lambda: ("fn", INT, ("arr", INT), INT),
-            "slice": elem(lambda a: ("fn", ("arr", a), ("arr", a), INT, INT)),
-            "append": elem(lambda a: ("fn", ("arr", a), ("arr", a), a)),
-            "strlen": lambda: ("fn", INT, STR),
-            "str_index": lambda: ("fn", STR, INT, STR),
-            "str_split": lambda: ("fn", ("arr", STR), STR, STR),
-            "dict-new": dict_sig(lambda k, w: ("fn", ("dict", k, w), ("type", k), ("type", w))),
-            "dict-insert": dict_sig(lambda k, w: ("fn", ("dict", k, w), ("dict", k, w), k, w)),
-            "dict-keys": dict_sig(lambda k, w: ("fn", ("arr", k), ("dict", k, w))),
-            "is_prime": lambda: ("fn", BOOL, INT),
-            "contains": lambda: ("fn", BOOL, ("arr", INT), INT),
-            "is_sorted_helper": lambda: ("fn", BOOL, INT, ("arr", INT)),
-            "is_sorted": lambda: ("fn", BOOL, ("arr", INT)),
-            "digits": lambda: ("fn", ("arr", INT), INT),
-        }
-    )
-    return sigs
-
-
-SIGNATURES = _signatures()
-COMPARISONS = frozenset({"<", ">", "<=", ">="})
-PARTIALS = {"partial0": 0, "partial1": 1, "partial2": 2}
-SPECIAL_FORMS = {"if": 3, "lambda1": 1, "lambda2": 1}
-LAMBDA_VARS = ("arg1", "arg2", "self")
+        return typecheck.dct(type_of_value(next(iter(value))) if value else typecheck.NUM, typecheck.NUM)
+    return typecheck.TYPE
 
 
 # ----------------------------------------------------------------------------------------------
-# Run-time values
-
-
-class TypeValue:
-    """The value of the type symbol `int` (argument of array-new / dict-new)."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return f"<type {self.name}>"
-
-
-INT_TYPE = TypeValue("int")
+# Run-time values: Python values, Python's `int` for the type symbol, and function values
 
 
 class Func:
@@ -261,20 +125,22 @@ class Func:
 
 
 class Builtin(Func):
-    __slots__ = ("name", "arity", "impl")
+    """A builtin; `lenient`: defined in Lisp by the reference, so extra arguments are ignored."""
 
-    def __init__(self, name: str, arity: int, impl) -> None:
-        self.name, self.arity, self.impl = name, arity, impl
+    __slots__ = ("name", "arity", "impl", "lenient")
+
+    def __init__(self, name: str, arity: int, impl, lenient: bool = False) -> None:
+        self.name, self.arity, self.impl, self.lenient = name, arity, impl, lenient
 
     def __repr__(self) -> str:
         return f"<builtin {self.name}>"
 
 
 class Closure(Func):
-    __slots__ = ("params", "body", "env")
+    __slots__ = ("params", "body")
 
-    def __init__(self, params: int, body, env: dict) -> None:
-        self.params, self.body, self.env = params, body, env
+    def __init__(self, params: int, body) -> None:
+        self.params, self.body = params, body
 
     def __repr__(self) -> str:
         return f"<lambda{self.params}>"
@@ -295,32 +161,32 @@ class Combined(Func):
 
 
 CONSTANTS = {
-    "0": (0, INT),
-    "1": (1, INT),
-    "2": (2, INT),
-    "10": (10, INT),
-    "40": (40, INT),
-    "1000000000": (1000000000, INT),
-    "inf": (float("inf"), INT),
-    '""': ("", STR),
-    '" "': (" ", STR),
-    '"z"': ("z", STR),
-    "true": (True, BOOL),
-    "false": (False, BOOL),
-    "int": (INT_TYPE, ("type", INT)),
+    "0": 0,
+    "1": 1,
+    "2": 2,
+    "10": 10,
+    "40": 40,
+    "1000000000": 1000000000,
+    "inf": float("inf"),
+    '""': "",
+    '" "': " ",
+    '"z"': "z",
+    "true": True,
+    "false": False,
+    "int": int,
 }
 
 
 # ----------------------------------------------------------------------------------------------
-# The machine: counters and limits of one run
+# The machine: counters, limits and the current lambda scope of one run
 
 
 class Machine:
-    __slots__ = ("limits", "inputs", "steps", "call_depth", "eval_depth", "deadline")
+    __slots__ = ("limits", "env", "steps", "call_depth", "eval_depth", "deadline")
 
     def __init__(self, limits: Limits, inputs: dict) -> None:
         self.limits = limits
-        self.inputs = inputs
+        self.env = inputs  # the variables in scope: inputs, then each lambda call's copy
         self.steps = 0
         self.call_depth = 0
         self.eval_depth = 0
@@ -330,200 +196,140 @@ class Machine:
         """One more nested evaluation (the caller decrements `eval_depth` when it returns)."""
         self.eval_depth += 1
         if self.eval_depth > self.limits.max_eval_depth:
-            raise ExecutionError(f"evaluation depth limit {self.limits.max_eval_depth} exceeded")
+            raise LimitExceeded("max_eval_depth", f"evaluation depth limit {self.limits.max_eval_depth} exceeded")
 
     def step(self, count: int = 1) -> None:
         before = self.steps
         self.steps += count
         if self.steps > self.limits.max_steps:
-            raise ExecutionError(f"step limit {self.limits.max_steps} exceeded")
+            raise LimitExceeded("max_steps", f"step limit {self.limits.max_steps} exceeded")
         if (before >> 10) != (self.steps >> 10) and time.monotonic() > self.deadline:
-            raise ExecutionError(f"time limit {self.limits.timeout_s}s exceeded")
+            raise LimitExceeded("timeout_s", f"time limit {self.limits.timeout_s}s exceeded")
 
-    def number(self, x):
-        """Check a numeric result against the size bound."""
+    def bounded(self, x):
+        """`x` after checking an int's bits or a sequence's length against the limits."""
         if type(x) is int and x.bit_length() > self.limits.max_int_bits:
-            raise ExecutionError(f"integer larger than {self.limits.max_int_bits} bits")
-        if isinstance(x, complex):
-            raise ExecutionError("complex result")
+            raise LimitExceeded("max_int_bits", f"integer larger than {self.limits.max_int_bits} bits")
+        if type(x) in (str, list, dict) and len(x) > self.limits.max_length:
+            raise LimitExceeded("max_length", f"sequence longer than {self.limits.max_length}")
         return x
-
-    def sized(self, seq):
-        if len(seq) > self.limits.max_length:
-            raise ExecutionError(f"sequence longer than {self.limits.max_length}")
-        return seq
 
     def apply(self, func, args: list):
         self.step()
         if isinstance(func, Builtin):
+            if func.lenient and len(args) > func.arity:
+                args = args[: func.arity]
             if len(args) != func.arity:
                 raise ExecutionError(f"{func.name} takes {func.arity} arguments, got {len(args)}")
             return func.impl(self, *args)
         if isinstance(func, Closure):
-            if len(args) != func.params:
-                raise ExecutionError(f"lambda{func.params} called with {len(args)} arguments")
-            self.call_depth += 1
-            if self.call_depth > self.limits.max_call_depth:
-                raise ExecutionError(f"call depth limit {self.limits.max_call_depth} exceeded")
-            env = dict(func.env)
-            env["arg1"] = args[0]
-            if func.params == 2:
-                env["arg2"] = args[1]
-            env["self"] = func
-            result = func.body.ev(env, self)
-            self.call_depth -= 1
-            return result
+            return self.call(func, args)
         if isinstance(func, Partial):
             return self.apply(func.func, args[: func.index] + [func.value] + args[func.index :])
         if isinstance(func, Combined):
             return self.apply(func.outer, [self.apply(func.inner, args)])
         raise ExecutionError(f"{func!r} is not a function")
 
+    def call(self, func: Closure, args: list):
+        """Run a lambda in a copy of the caller's scope (the reference's dynamic scoping)."""
+        if len(args) != func.params:
+            raise ExecutionError(f"lambda{func.params} called with {len(args)} arguments")
+        if self.call_depth >= self.limits.max_call_depth:
+            raise LimitExceeded("max_call_depth", f"call depth limit {self.limits.max_call_depth} exceeded")
+        caller = self.env
+        self.env = dict(caller, arg1=args[0], self=func)
+        if func.params == 2:
+            self.env["arg2"] = args[1]
+        self.call_depth += 1
+        result = func.body.ev(self)
+        self.call_depth -= 1
+        self.env = caller
+        return result
+
 
 # ----------------------------------------------------------------------------------------------
-# Builtin implementations: impl(machine, *values)
+# Builtin implementations: impl(machine, *values), Python's operations with bounded results
 
 
-def _num(x):
-    if type(x) not in (int, float, bool):
-        raise ExecutionError(f"expected a number, got {type(x).__name__}")
-    return x
-
-
-def _bool(x):
-    if isinstance(x, (Func, TypeValue)):
-        raise ExecutionError("expected a boolean, got a function")
-    return x
-
-
-def _str(x):
-    if type(x) is not str:
-        raise ExecutionError(f"expected a string, got {type(x).__name__}")
-    return x
-
-
-def _seq(x):
-    if type(x) not in (list, range):
-        raise ExecutionError(f"expected an array, got {type(x).__name__}")
-    return x
-
-
-def _index(x):
-    if not isinstance(x, int):
-        raise ExecutionError(f"expected an integer index, got {type(x).__name__}")
-    return x
-
-
-def _dict(x):
-    if type(x) is not dict:
-        raise ExecutionError(f"expected a dict, got {type(x).__name__}")
-    return x
+def _times(m, x, y):
+    for seq, count in ((x, y), (y, x)):
+        if type(seq) in (str, list) and type(count) in (int, bool) and len(seq) * count > m.limits.max_length:
+            raise LimitExceeded("max_length", f"sequence longer than {m.limits.max_length}")
+    return m.bounded(x * y)
 
 
 def _div(m, x, y):
-    _num(x), _num(y)
     if y == 0:
         raise ExecutionError("division by zero")
-    return m.number(x // y if isinstance(x, int) else x / y)
-
-
-def _mod(m, x, y):
-    _num(x), _num(y)
-    if y == 0:
-        raise ExecutionError("modulo by zero")
-    return m.number(x % y)
+    return m.bounded(x // y if isinstance(x, int) else x / y)
 
 
 def _pow(m, x, y):
-    _num(x), _num(y)
-    if isinstance(x, int) and isinstance(y, int) and y > 0 and abs(x) > 1:
+    if type(x) is int and type(y) is int and y > 0 and abs(x) > 1:
         if (abs(x).bit_length() - 1) * y > m.limits.max_int_bits:
-            raise ExecutionError(f"integer larger than {m.limits.max_int_bits} bits")
-    return m.number(x**y)
+            raise LimitExceeded("max_int_bits", f"integer larger than {m.limits.max_int_bits} bits")
+    return m.bounded(x**y)
 
 
 def _range(m, lo, hi):
-    _num(lo), _num(hi)
     if hi - lo > 1000:
         raise ExecutionError("range of more than 1000 elements")
     return range(int(lo), int(hi))
 
 
-def _reduce(m, seq, init, func):
+def _items(m, collection) -> list:
+    """The items of any iterable value (a string's characters, a dict's keys), one step each."""
+    items = list(collection)
+    m.step(len(items))
+    return items
+
+
+def _reduce(m, collection, init, func):
     acc = init
-    for item in _seq(seq):
+    for item in _items(m, collection):
         acc = m.apply(func, [acc, item])
     return acc
 
 
-def _map(m, seq, func):
-    return [m.apply(func, [item]) for item in _seq(seq)]
+def _map(m, collection, func):
+    return [m.apply(func, [item]) for item in _items(m, collection)]
 
 
-def _filter(m, seq, func):
-    return [item for item in _seq(seq) if _bool(m.apply(func, [item]))]
+def _filter(m, collection, func):
+    return [item for item in _items(m, collection) if m.apply(func, [item])]
 
 
-def _head(m, seq):
-    if not len(_seq(seq)):
+def _head(m, a):
+    if len(a) == 0:
         raise ExecutionError("head of an empty array")
-    return seq[0]
+    return a[0]
 
 
-def _deref(m, seq, idx):
-    _seq(seq), _index(idx)
-    if idx < 0 or idx >= len(seq):
-        raise ExecutionError(f"index {idx} out of bounds (length {len(seq)})")
-    return seq[idx]
+def _deref(m, a, idx):
+    if idx < 0 or idx >= len(a):
+        raise ExecutionError(f"index {idx} out of bounds (length {len(a)})")
+    return a[idx]
 
 
-def _slice(m, seq, lo, hi):
-    _seq(seq)
-    lo = max(0, lo)
-    return seq[_index(lo) : _index(hi)]
+def _slice(m, a, lo, hi):
+    return a[max(0, lo) : hi]
 
 
-def _append(m, seq, value):
-    if type(seq) is not list:
-        raise ExecutionError(f"cannot append to a {type(seq).__name__}")
-    return m.sized(seq + [value])
-
-
-def _sort(m, seq):
-    m.step(len(_seq(seq)))
-    return sorted(seq)
-
-
-def _compare(op):
-    def impl(m, x, y):
-        if isinstance(x, (Func, TypeValue)) or isinstance(y, (Func, TypeValue)):
-            raise ExecutionError("cannot order functions")
-        return op(x, y)
-
-    return impl
-
-
-def _str_index(m, idx, s):
-    _num(idx), _str(s)
-    position = int(idx)
-    if not -len(s) <= position < len(s):
-        raise ExecutionError(f"string index {position} out of range (length {len(s)})")
-    return s[position]
+def _sort(m, a):
+    m.step(len(a))
+    return sorted(a)
 
 
 def _str_split(m, s, sep):
-    if _str(sep) == "":
-        raise ExecutionError("empty separator")
-    return [part for part in _str(s).split(sep) if part]
+    return [part for part in s.split(sep) if part]
 
 
 def _dict_insert(m, d, key, value):
-    _dict(d)[key] = value
-    return m.sized(d)
+    d[key] = value
+    return m.bounded(d)
 
 
 def _is_prime(m, x):
-    _num(x)
     if x <= 1:
         return False
     hi = 1 + math.sqrt(x)
@@ -532,33 +338,34 @@ def _is_prime(m, x):
     found = False
     for divisor in range(2, int(hi)):
         m.step()
-        found = found or (x % divisor == 0)
+        hit = 0 == x % divisor  # every remainder is computed, as the reference's map does
+        found = found or hit
     return not found
 
 
-def _contains(m, seq, x):
+def _contains(m, a, x):
     found = False
-    for item in _seq(seq):
-        m.step()
-        found = found or (x == item)
+    for item in [x == item for item in _items(m, a)]:
+        found = found or item
     return found
 
 
-def _is_sorted(m, seq):
-    _seq(seq)
+def _is_sorted_helper(m, x, xs):
     result = True
-    for left, right in zip(seq, seq[1:]):
+    while len(xs) != 0:
         m.step()
-        result = _compare(lambda a, b: a <= b)(m, left, right) and result
+        ordered = x <= xs[0]  # every pair is compared: the reference's `&&` is eager
+        result = result and ordered
+        x, xs = _head(m, xs), xs[1:]
     return result
 
 
-def _is_sorted_helper(m, x, seq):
-    return _is_sorted(m, [x, *_seq(seq)])
+def _is_sorted(m, a):
+    return True if len(a) == 0 else _is_sorted_helper(m, _head(m, a), a[1:])
 
 
 def _abs(m, a):
-    return a if _num(a) > 0 else m.number(0 - a)
+    return a if a > 0 else m.bounded(0 - a)
 
 
 def _digits(m, a):
@@ -566,30 +373,42 @@ def _digits(m, a):
     out = []
     while not n < 10:
         m.step()
-        out.append(_mod(m, n, 10))
+        out.append(n % 10)
         n = _div(m, n, 10)
     out.append(n)
     out.reverse()
     return out
 
 
+def _special_form(name: str):
+    def impl(m, *args):
+        raise ExecutionError(f"special form {name} called as a function")
+
+    return impl
+
+
+_LISP_DEFINED = {
+    "square", "is_prime", "min", "max", "str_min", "str_max", "contains", "is_sorted_helper", "is_sorted", "abs", "digits"
+}
+
+
 def _builtins() -> dict[str, Builtin]:
     table: dict[str, tuple[int, Any]] = {
-        "+": (2, lambda m, x, y: m.number(_num(x) + _num(y))),
-        "-": (2, lambda m, x, y: m.number(_num(x) - _num(y))),
-        "*": (2, lambda m, x, y: m.number(_num(x) * _num(y))),
+        "+": (2, lambda m, x, y: m.bounded(x + y)),
+        "-": (2, lambda m, x, y: m.bounded(x - y)),
+        "*": (2, _times),
         "/": (2, _div),
-        "%": (2, _mod),
+        "%": (2, lambda m, x, y: m.bounded(x % y)),
         "pow": (2, _pow),
-        "sqrt": (1, lambda m, x: math.sqrt(_num(x))),
-        "floor": (1, lambda m, x: int(float(_num(x)))),
+        "sqrt": (1, lambda m, x: math.sqrt(x)),
+        "floor": (1, lambda m, x: int(float(x))),
         "!": (1, lambda m, x: not x),
-        "||": (2, lambda m, x, y: _bool(x) or _bool(y)),
-        "&&": (2, lambda m, x, y: _bool(x) and _bool(y)),
-        "<": (2, _compare(lambda x, y: x < y)),
-        ">": (2, _compare(lambda x, y: x > y)),
-        "<=": (2, _compare(lambda x, y: x <= y)),
-        ">=": (2, _compare(lambda x, y: x >= y)),
+        "||": (2, lambda m, x, y: x or y),
+        "&&": (2, lambda m, x, y: x and y),
+        "<": (2, lambda m, x, y: x < y),
+        ">": (2, lambda m, x, y: x > y),
+        "<=": (2, lambda m, x, y: x <= y),
+        ">=": (2, lambda m, x, y: x >= y),
         "==": (2, lambda m, x, y: x == y),
         "!=": (2, lambda m, x, y: x != y),
         "reduce": (3, _reduce),
@@ -602,44 +421,47 @@ def _builtins() -> dict[str, Builtin]:
         "partial1": (2, lambda m, value, f: Partial(1, value, f)),
         "partial2": (2, lambda m, value, f: Partial(2, value, f)),
         "array-new": (1, lambda m, t: []),
-        "len": (1, lambda m, a: len(_seq(a))),
+        "len": (1, lambda m, a: len(a)),
         "head": (1, _head),
-        "tail": (1, lambda m, a: _seq(a)[1:]),
+        "tail": (1, lambda m, a: a[1:]),
         "deref": (2, _deref),
         "int-deref": (2, _deref),
         "slice": (3, _slice),
-        "append": (2, _append),
+        "append": (2, lambda m, a, v: m.bounded(a + [v])),
         "sort": (1, _sort),
-        "reverse": (1, lambda m, a: list(reversed(_seq(a)))),
-        "strlen": (1, lambda m, s: len(_str(s))),
-        "str_index": (2, _str_index),
-        "str_concat": (2, lambda m, a, b: m.sized(_str(a) + _str(b))),
+        "reverse": (1, lambda m, a: list(reversed(a))),
+        "strlen": (1, lambda m, s: len(s)),
+        "str_index": (2, lambda m, idx, s: s[int(idx)]),
+        "str_concat": (2, lambda m, a, b: m.bounded(a + b)),
         "str_split": (2, _str_split),
         "dict-new": (2, lambda m, k, v: {}),
         "dict-insert": (3, _dict_insert),
-        "dict-keys": (1, lambda m, d: sorted(_dict(d).keys())),
-        "square": (1, lambda m, x: m.number(_num(x) * x)),
+        "dict-keys": (1, lambda m, d: sorted(d.keys())),
+        "square": (1, lambda m, x: _times(m, x, x)),
         "is_prime": (1, _is_prime),
-        "min": (2, lambda m, x, y: x if _compare(lambda a, b: a <= b)(m, x, y) else y),
-        "max": (2, lambda m, x, y: y if _compare(lambda a, b: a <= b)(m, x, y) else x),
-        "str_min": (2, lambda m, x, y: x if _compare(lambda a, b: a <= b)(m, x, y) else y),
-        "str_max": (2, lambda m, x, y: y if _compare(lambda a, b: a <= b)(m, x, y) else x),
+        "min": (2, lambda m, x, y: x if x <= y else y),
+        "max": (2, lambda m, x, y: y if x <= y else x),
+        "str_min": (2, lambda m, x, y: x if x <= y else y),
+        "str_max": (2, lambda m, x, y: y if x <= y else x),
         "contains": (2, _contains),
         "is_sorted_helper": (2, _is_sorted_helper),
         "is_sorted": (1, _is_sorted),
         "abs": (1, _abs),
         "digits": (1, _digits),
+        "if": (3, _special_form("if")),
+        "lambda1": (1, _special_form("lambda1")),
+        "lambda2": (1, _special_form("lambda2")),
     }
-    return {name: Builtin(name, arity, impl) for name, (arity, impl) in table.items()}
+    return {name: Builtin(name, arity, impl, name in _LISP_DEFINED) for name, (arity, impl) in table.items()}
 
 
 BUILTINS = _builtins()
-FUNCTION_SYMBOLS = frozenset(BUILTINS) | frozenset(SPECIAL_FORMS)
+FUNCTION_SYMBOLS = frozenset(BUILTINS)
 ALL_SYMBOLS = FUNCTION_SYMBOLS | frozenset(CONSTANTS)
 
 
 # ----------------------------------------------------------------------------------------------
-# Compiled program nodes: ev(env, machine) -> value
+# Compiled program nodes: ev(machine) -> value
 
 
 class Const:
@@ -648,31 +470,23 @@ class Const:
     def __init__(self, value) -> None:
         self.value = value
 
-    def ev(self, env, m):
+    def ev(self, m):
         return self.value
 
 
-class Input:
+class Var:
+    """An input or a lambda variable, looked up in the current scope."""
+
     __slots__ = ("name",)
 
     def __init__(self, name: str) -> None:
         self.name = name
 
-    def ev(self, env, m):
+    def ev(self, m):
         try:
-            return m.inputs[self.name]
+            return m.env[self.name]
         except KeyError:
-            raise ExecutionError(f"no value for input {self.name!r}") from None
-
-
-class Local:
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def ev(self, env, m):
-        return env[self.name]
+            raise ExecutionError(f"no value for {self.name!r} in this scope") from None
 
 
 class Call:
@@ -681,39 +495,29 @@ class Call:
     def __init__(self, func: Builtin, args: list) -> None:
         self.func, self.args = func, args
 
-    def ev(self, env, m):
+    def ev(self, m):
         m.enter()
-        values = [arg.ev(env, m) for arg in self.args]
+        values = [arg.ev(m) for arg in self.args]
         m.step()
         result = self.func.impl(m, *values)
         m.eval_depth -= 1
         return result
 
 
-class SelfCall:
-    __slots__ = ("args",)
+class VarCall:
+    """A call of a variable's value: `self`, or (failing) a lambda variable or an input."""
 
-    def __init__(self, args: list) -> None:
-        self.args = args
+    __slots__ = ("name", "args")
 
-    def ev(self, env, m):
+    def __init__(self, name: str, args: list) -> None:
+        self.name, self.args = name, args
+
+    def ev(self, m):
         m.enter()
-        values = [arg.ev(env, m) for arg in self.args]
-        result = m.apply(env["self"], values)
+        values = [arg.ev(m) for arg in self.args]
+        result = m.apply(Var(self.name).ev(m), values)
         m.eval_depth -= 1
         return result
-
-
-class NotCallable:
-    """A call whose head names a value (an input or arg1/arg2): fails when evaluated."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def ev(self, env, m):
-        raise ExecutionError(f"{self.name!r} is not a function")
 
 
 class If:
@@ -722,11 +526,11 @@ class If:
     def __init__(self, cond, then, other) -> None:
         self.cond, self.then, self.other = cond, then, other
 
-    def ev(self, env, m):
+    def ev(self, m):
         m.enter()
         m.step()
-        branch = self.then if _bool(self.cond.ev(env, m)) else self.other
-        result = branch.ev(env, m)
+        branch = self.then if self.cond.ev(m) else self.other
+        result = branch.ev(m)
         m.eval_depth -= 1
         return result
 
@@ -739,7 +543,7 @@ class Fail:
     def __init__(self, message: str) -> None:
         self.message = message
 
-    def ev(self, env, m):
+    def ev(self, m):
         raise ExecutionError(self.message)
 
 
@@ -749,185 +553,92 @@ class Lambda:
     def __init__(self, params: int, body) -> None:
         self.params, self.body = params, body
 
-    def ev(self, env, m):
-        return Closure(self.params, self.body, env or {})
+    def ev(self, m):
+        return Closure(self.params, self.body)
 
 
 # ----------------------------------------------------------------------------------------------
-# Compilation: structure checks + type inference
+# Checks and compilation
 
 
-class _Scope:
-    """Lambda variables visible at a point: arg1/arg2/self with their types."""
-
-    def __init__(self, parent: "_Scope | None", params: int, self_type) -> None:
-        self.vars = dict(parent.vars) if parent else {}
-        self.vars["arg1"] = INT
-        if params == 2:
-            self.vars["arg2"] = INT
-        self.vars["self"] = self_type
+def _check_size(tree, limits: Limits) -> None:
+    """Bound the tree's node count and depth (before any recursive pass over it)."""
+    nodes, stack = 0, [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        nodes += 1
+        if nodes > limits.max_tree_nodes:
+            raise LimitExceeded("max_tree_nodes", f"program has more than {limits.max_tree_nodes} nodes")
+        if depth > limits.max_tree_depth:
+            raise LimitExceeded("max_tree_depth", f"program nested deeper than {limits.max_tree_depth}")
+        if isinstance(node, list):
+            stack.extend((child, depth + 1) for child in node)
 
 
 class _Compiler:
-    def __init__(self, arg_types: dict, limits: Limits) -> None:
-        self.arg_types = arg_types
-        self.limits = limits
-        self.nodes = 0
-        self.untyped = 0  # > 0 inside the arguments of a `self` call (types not checked there)
+    """Tree -> nodes, with the reference compiler's refusals (unknown symbols, wrong arities) and
+    its notion of which symbols are variables: the inputs, the lambda variables of the enclosing
+    lambdas, and `self` from the first lambda on (the reference never forgets it)."""
 
-    def fail(self, message: str, tree) -> ExecutionError:
-        return ExecutionError(f"{message} in {_short(tree)}")
+    def __init__(self, arg_names) -> None:
+        self.names = set(arg_names)
 
-    def build(self, tree, scope: _Scope | None, depth: int):
-        """(node, type) of `tree`."""
-        self.nodes += 1
-        if self.nodes > self.limits.max_tree_nodes:
-            raise ExecutionError(f"program has more than {self.limits.max_tree_nodes} nodes")
-        if depth > self.limits.max_tree_depth:
-            raise ExecutionError(f"program nested deeper than {self.limits.max_tree_depth}")
+    def fail(self, message: str, tree) -> RejectedProgram:
+        return RejectedProgram(f"{message} in {_short(tree)}")
+
+    def build(self, tree):
         if isinstance(tree, str):
-            return self.leaf(tree, scope)
-        if not isinstance(tree, list) or not tree:
-            raise self.fail("expected a symbol or a non-empty list", tree)
+            return self.symbol(tree)
+        if isinstance(tree, (int, float)):
+            return Const(tree)  # a number literal (reachable only inside a call of self)
+        if not isinstance(tree, list) or not tree or not isinstance(tree[0], str):
+            raise self.fail("expected a symbol or a call", tree)
         head, args = tree[0], tree[1:]
-        if not isinstance(head, str):
-            raise self.fail("the head of a call must be a symbol", tree)
-        if head in SPECIAL_FORMS:
-            if len(args) != SPECIAL_FORMS[head]:
-                raise self.fail(f"{head} takes {SPECIAL_FORMS[head]} arguments, got {len(args)}", tree)
-            return self.special(head, args, scope, depth, tree)
         if head in BUILTINS:
-            builtin = BUILTINS[head]
-            if len(args) != builtin.arity:
-                raise self.fail(f"{head} takes {builtin.arity} arguments, got {len(args)}", tree)
-            built = [self.build(arg, scope, depth + 1) for arg in args]
-            return Call(builtin, [node for node, _ in built]), self.call_type(head, [t for _, t in built], tree)
-        if head in CONSTANTS:
-            raise self.fail(f"constant {head} is not a function", tree)
-        if head == "self" and scope is not None:
-            # Like the reference, the arguments of a recursive call are not type-checked
-            # (only their symbols and arities); run-time checks still apply.
-            self.untyped += 1
-            built = [self.build(arg, scope, depth + 1) for arg in args]
-            self.untyped -= 1
-            return SelfCall([node for node, _ in built]), _resolve(scope.vars["self"])[1]
-        built = [self.build(arg, scope, depth + 1) for arg in args]
-        if head in self.arg_types or (scope is not None and head in scope.vars):
-            return NotCallable(head), TVar()
-        raise self.fail(f"unknown function {head!r}", tree)
-
-    def leaf(self, symbol: str, scope: _Scope | None):
-        if symbol in CONSTANTS:
-            value, t = CONSTANTS[symbol]
-            return Const(value), t
-        if symbol in BUILTINS:
-            if symbol in SIGNATURES:
-                return Const(BUILTINS[symbol]), SIGNATURES[symbol]()
-            return Const(BUILTINS[symbol]), TVar()  # combine / partialK as values
-        if symbol in SPECIAL_FORMS:
-            raise ExecutionError(f"special form {symbol} used as a value")
-        if scope is not None and symbol in scope.vars:
-            return Local(symbol), scope.vars[symbol]
-        if symbol in self.arg_types:
-            return Input(symbol), self.arg_types[symbol]
-        raise ExecutionError(f"unknown symbol {symbol!r}")
-
-    def special(self, head: str, args: list, scope, depth: int, tree):
+            if len(args) != BUILTINS[head].arity:
+                raise self.fail(f"{head} takes {BUILTINS[head].arity} arguments, got {len(args)}", tree)
+        elif head not in self.names:
+            raise self.fail(f"unknown function {head!r}", tree)
+        if head in ("lambda1", "lambda2"):
+            return self.lambda_(1 if head == "lambda1" else 2, args[0])
+        nodes = [self.argument(arg) for arg in args]
         if head == "if":
-            (cond, ct), (then, tt), (other, ot) = (self.build(arg, scope, depth + 1) for arg in args)
-            if not self.untyped and any(isinstance(a, list) and a[:1] == ["self"] for a in args[1:]):
-                # The reference's checker types a call of self as the function itself, so a
-                # branch that is directly such a call never matches the other branch.
-                raise self.fail("an if branch cannot be directly a call of self", tree)
-            try:
-                _unify(ct, BOOL)
-                _unify(tt, ot)
-            except _Clash as exc:
-                if not self.untyped:
-                    raise self.fail(f"if: condition not boolean or branches of different types ({exc})", tree) from None
-                return If(cond, then, other), TVar()
-            return If(cond, then, other), tt
-        params = 1 if head == "lambda1" else 2
-        body_tree = args[0]
-        result = TVar()
-        if isinstance(body_tree, list) and body_tree and body_tree[0] == "self":
-            # Such a lambda can only recurse forever; the reference's checker gives it a
-            # function return type, which clashes wherever a value is expected.
-            raise self.fail("a lambda body cannot be just a call of self", tree)
-        bare_failure = isinstance(body_tree, str) and not (
-            body_tree in CONSTANTS or body_tree in self.arg_types or (scope is not None and body_tree in scope.vars)
-        )
-        self_type = ("fn", result, *([INT] * params))
-        body, bt = self.build(body_tree, _Scope(scope, params, self_type), depth + 1)
-        try:
-            _unify(bt, result)
-        except _Clash as exc:
-            if not self.untyped:
-                raise self.fail(f"recursive lambda type ({exc})", tree) from None
-        body_type = _resolve(bt)
-        if isinstance(body_type, tuple) and body_type[0] == "type" and not self.untyped:
-            raise self.fail("a lambda cannot return the type symbol", tree)
-        if bare_failure:
-            # The reference accepts a bare symbol as a lambda body only if it is a constant, an
-            # input, or a lambda variable already visible outside this lambda; otherwise the
-            # lambda fails when it is created.
-            return Fail(f"a lambda body cannot be the bare symbol {body_tree!r}"), self_type
-        return Lambda(params, body), self_type
+            cond = nodes[0] if self.evaluated(args[0]) else Fail("an if condition must be a value")
+            return If(cond, nodes[1], nodes[2])
+        if head in BUILTINS:
+            return Call(BUILTINS[head], nodes)
+        return VarCall(head, nodes)
 
-    def call_type(self, head: str, arg_types: list, tree):
-        try:
-            if head in PARTIALS:
-                return self.partial_type(PARTIALS[head], *arg_types)
-            if head == "combine":
-                return self.combine_type(*arg_types)
-            sig = SIGNATURES[head]()
-            for param, arg, arg_tree in zip(sig[2:], map(_resolve, arg_types), tree[1:]):
-                # A function (or the type symbol) goes only where one is expected; like the
-                # reference, == and != also take `self` and lambdas (plain function types).
-                if isinstance(param, TVar) and isinstance(arg, tuple) and arg[0] in ("fn", "type"):
-                    if not (head in ("==", "!=") and _is_plain_function(arg_tree)):
-                        raise _Clash(f"a {show_type(arg)} where a value is expected")
-            _unify(sig, ("fn", sig[1], *arg_types))
-            if head in COMPARISONS:
-                for t in map(_resolve, arg_types):
-                    if isinstance(t, tuple) and t[0] == "fn":
-                        raise _Clash("cannot order functions")
-            return sig[1]
-        except _Clash as exc:
-            if self.untyped:
-                return TVar()
-            raise self.fail(f"type error in {head} ({exc})", tree) from None
+    def symbol(self, symbol: str):
+        if symbol in CONSTANTS:
+            return Const(CONSTANTS[symbol])
+        if symbol in BUILTINS:
+            return Const(BUILTINS[symbol])
+        if symbol in self.names:
+            return Var(symbol)
+        raise RejectedProgram(f"unknown symbol {symbol!r}")
 
-    @staticmethod
-    def partial_type(index: int, value_type, func_type):
-        value_type, func_type = _resolve(value_type), _resolve(func_type)
-        if isinstance(value_type, tuple) and value_type[0] in ("fn", "type"):
-            raise _Clash("a partial's value cannot be a function or a type")
-        if isinstance(func_type, TVar):
-            return TVar()
-        if func_type[0] != "fn":
-            raise _Clash(f"partial of a non-function {show_type(func_type)}")
-        params = list(func_type[2:])
-        if len(params) <= index:
-            raise _Clash(f"partial{index} of a function of {len(params)} arguments")
-        _unify(params[index], value_type)
-        return ("fn", func_type[1], *params[:index], *params[index + 1 :])
+    def evaluated(self, arg) -> bool:
+        """Whether the reference evaluates `arg` rather than passing it on as a function."""
+        return not isinstance(arg, str) or arg in self.names or arg in CONSTANTS
 
-    @staticmethod
-    def combine_type(outer, inner):
-        inner = _resolve(inner)
-        if isinstance(inner, TVar):
-            _unify(outer, ("fn", TVar(), TVar()))
-            return TVar()
-        if inner[0] != "fn":
-            raise _Clash(f"combine of a non-function {show_type(inner)}")
-        result = TVar()
-        _unify(outer, ("fn", result, inner[1]))
-        return ("fn", result, *inner[2:])
+    def argument(self, arg):
+        if isinstance(arg, str) and arg in BUILTINS and arg in self.names:
+            return Fail(f"{arg} called with no arguments")  # an input named like a builtin
+        if not isinstance(arg, (str, list, int, float)):
+            raise self.fail("expected a symbol or a call", arg)
+        return self.build(arg)
 
-
-def _is_plain_function(tree) -> bool:
-    return tree == "self" or (isinstance(tree, list) and bool(tree) and tree[0] in ("lambda1", "lambda2"))
+    def lambda_(self, params: int, body_tree):
+        evaluated = self.evaluated(body_tree)
+        added = [name for name in ("arg1", "arg2")[:params] if name not in self.names]
+        self.names.update(added)
+        self.names.add("self")
+        body = self.argument(body_tree)
+        self.names.difference_update(added)
+        if not evaluated:
+            return Fail(f"a lambda body cannot be the function {body_tree!r}")
+        return Lambda(params, body)
 
 
 def _short(tree, limit: int = 120) -> str:
@@ -936,20 +647,18 @@ def _short(tree, limit: int = 120) -> str:
 
 
 class Program:
-    """A compiled program: run it on many inputs."""
+    """A checked, compiled program: run it on many inputs."""
 
     def __init__(self, tree, arg_types: dict | None = None, limits: Limits | None = None) -> None:
         self.limits = limits or Limits()
-        types = {name: parse_arg_type(t) if isinstance(t, str) else t for name, t in (arg_types or {}).items()}
+        types = {name: parse_arg_type(t) for name, t in (arg_types or {}).items()}
         self.arg_names = list(types)
-        compiler = _Compiler(types, self.limits)
+        _check_size(tree, self.limits)
         try:
-            self.root, self.type = compiler.build(tree, None, 0)
-        except RecursionError:
-            raise ExecutionError("program nested too deeply") from None
-        result = _resolve(self.type)
-        if isinstance(result, tuple) and result[0] in ("fn", "type"):
-            raise ExecutionError(f"the program computes a {show_type(result)}, not a value")
+            self.type = typecheck.check(tree, types)
+        except Rejected as exc:
+            raise RejectedProgram(f"type check: {exc}") from None
+        self.root = _Compiler(self.arg_names).build(tree)
 
     def run(self, inputs: dict, limits: Limits | None = None):
         limits = limits or self.limits
@@ -961,15 +670,17 @@ class Program:
         if sys.getrecursionlimit() < needed:
             sys.setrecursionlimit(needed)
         try:
-            return self.root.ev(None, machine)
+            return self.root.ev(machine)
         except ExecutionError:
             raise
-        except (ArithmeticError, ValueError, TypeError, IndexError, KeyError, RecursionError, MemoryError) as exc:
+        except RecursionError:
+            raise LimitExceeded("max_eval_depth", "Python's stack exhausted") from None
+        except (ArithmeticError, ValueError, TypeError, IndexError, KeyError, AttributeError, MemoryError) as exc:
             raise ExecutionError(f"{type(exc).__name__}: {exc}") from None
 
 
 def compile_program(tree, arg_types: dict | None = None, limits: Limits | None = None) -> Program:
-    """Check and type `tree` (arg_types: {name: 'int' | 'int[]' | ...}); raise ExecutionError."""
+    """Check and compile `tree` (arg_types: {name: 'int' | 'int[]' | ...}); raise ExecutionError."""
     return Program(tree, arg_types, limits)
 
 

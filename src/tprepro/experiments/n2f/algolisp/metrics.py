@@ -2,7 +2,8 @@
 
 Per example, the predicted command sequence (tuples or their `format_program` string) is turned
 back into a tree (`program.tuples_to_tree`, shared references allowed) and run on the record's
-tests; an unparsable or ill-typed prediction passes none. Acc: all tests pass; 50p-Acc: at least
+tests; an unparsable prediction, or one the reference executor's type check rejects (the
+interpreter's `RejectedProgram`, as in the authors' scoring), passes none. Acc: all tests pass; 50p-Acc: at least
 half pass; M-Acc: the tuple sequence equals the gold one exactly. The cleaned set keeps the
 records whose gold program passes all of its tests (`is_clean`).
 """
