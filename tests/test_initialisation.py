@@ -3,7 +3,7 @@
 With `init: authors` (the default) the scaled input embedding is ~N(0, 1), z_0 stays within a
 small factor of it, the first attention sub-layer adds a comparable amount to the residual
 stream, the tied output layer starts near the uniform prediction (loss near ln |V|) and no
-discrete-role distribution is near one-hot. Measured bounds (d=64 and d=512; README):
+discrete-role distribution is near one-hot. Measured bounds (d=64 and d=512; docs/measurements.md):
 z_0 / scaled embedding 1.2-2.0, first self-attention output / z_0 0.36-3.2 (3.2: the full
 tensor product at d_z = 512 with d_r = 4, whose W^(r) ~ N(0, 1/d_r) is wide), initial loss
 ln |V| + 0.1 to + 1.0, share of role distributions above 0.98: 0 in every layer (largest
