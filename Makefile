@@ -12,7 +12,7 @@ ALGOLISP_ORACLE := program-synthesis==0.1.2
 export PATH := $(BIN):$(PATH)
 export TPREPRO_GENERATE_PYTHON := $(abspath $(GEN))/bin/python
 
-.PHONY: help install system-deps run test test-fast bench clean
+.PHONY: help install system-deps run dvc-commit test test-fast bench clean
 
 ## help: list these targets
 help:
@@ -44,10 +44,15 @@ $(GEN)/.installed: requirements/generate.txt pyproject.toml
 	echo "$(CURDIR)" > $@
 
 ## run: install, then the tiny CPU pipeline end to end (data -> train -> evaluate -> tables)
-# `dvc commit` then records what Snakemake built in dvc.lock, so `dvc status` agrees with it.
 run: install
 	$(BIN)/snakemake --cores $(CORES)
-	@$(BIN)/dvc commit --force --quiet && echo "dvc.lock records the outputs Snakemake built (dvc status: clean)" \
+	@$(MAKE) --no-print-directory dvc-commit
+
+## dvc-commit: record in dvc.lock what Snakemake built, so that `dvc status` agrees with it
+# --no-relink leaves every output as Snakemake wrote it: a relink rewrites the files, and Snakemake
+# would then plan their consumers again (it compares the content of files under 1 MB only).
+dvc-commit:
+	@$(BIN)/dvc commit --force --no-relink --quiet && echo "dvc.lock records the outputs Snakemake built (dvc status: clean)" \
 	  || echo "warning: dvc commit failed (not a git checkout?); dvc status will list every stage"
 
 # The single-node SLURM the tests start (tests/slurm/local_slurm.sh) needs Debian's
