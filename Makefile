@@ -47,6 +47,9 @@ $(GEN)/.installed: requirements/generate.txt pyproject.toml
 run: install
 	$(BIN)/snakemake --cores $(CORES)
 	@$(MAKE) --no-print-directory dvc-commit
+	$(BIN)/snakemake --report results/report.html --quiet
+	@echo "tables: results/tables/  report: results/report.html  figures: results/figures/, results/interpret/"
+	@echo "MLflow: $(BIN)/mlflow ui --backend-store-uri sqlite:///mlflow.db  (http://127.0.0.1:5000)"
 
 ## dvc-commit: record in dvc.lock what Snakemake built, so that `dvc status` agrees with it
 # --no-relink leaves every output as Snakemake wrote it: a relink rewrites the files, and Snakemake
