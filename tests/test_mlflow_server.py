@@ -160,15 +160,17 @@ def test_a_training_run_page_shows_its_model_datasets_and_log(pipeline, tmp_path
     run = runs_by_name(server, experiment_name(params))["tp_transformer-s1"]
     run_id = run["info"]["run_id"]
     logged = {f["path"] for f in server.api("artifacts/list", run_id=run_id, path="model")["files"]}
-    assert logged == {"model/model.pt", "model/train_metrics.json"}
+    assert {"model/MLmodel", "model/artifacts"} <= logged  # an MLflow model (evaluate/pyfunc.py)
+    weights = server.api("artifacts/list", run_id=run_id, path="model/artifacts/tprepro_model")["files"]
+    assert {f["path"].rsplit("/", 1)[-1] for f in weights} >= {"model.pt", "train_metrics.json"}
     assert [f["path"] for f in server.api("artifacts/list", run_id=run_id, path="logs")["files"]] == [
         "logs/tp_transformer-s1.log"]
     inputs = server.api("runs/get", run_id=run_id)["run"]["inputs"]["dataset_inputs"]
     assert {i["dataset"]["name"].split("/")[0] for i in inputs} == {"train-easy", "train-medium", "train-hard"}
-    url = (f"{server.uri}/#/experiments/{run['info']['experiment_id']}/runs/{run_id}/artifacts/model/model.pt"
+    url = (f"{server.uri}/#/experiments/{run['info']['experiment_id']}/runs/{run_id}/artifacts/model/MLmodel"
            f"?{TRAINING_VIEW}")
     dom = chromium(url, tmp_path, screenshot="mlflow_run_model")
-    assert "model/model.pt" in dom
+    assert "model/MLmodel" in dom
 
 
 def test_training_falls_back_to_the_local_store_when_the_server_dies(tmp_path):

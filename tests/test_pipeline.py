@@ -11,11 +11,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import mlflow
 import pandas as pd
 import pytest
 
 from helpers import (copy_project, load_default_params, micro_n2f, micro_summarization, micro_two_variable, tool_env,
                      write_params, experiment_name)
+from tprepro.evaluate.answering import answer
 
 pytestmark = pytest.mark.slow
 
@@ -108,9 +110,19 @@ def _check_mlflow(root, params) -> None:
     assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
     assert experiment.artifact_location == f"mlartifacts/{experiment.experiment_id}"
     run_dir = root / "mlartifacts" / experiment.experiment_id / train_run.info.run_id / "artifacts"
-    assert (run_dir / "model" / "model.pt").read_bytes() == (root / "models/tp_transformer-s1/model.pt").read_bytes()
-    assert {a.path for a in client.list_artifacts(train_run.info.run_id, "model")} == {
-        "model/model.pt", "model/train_metrics.json"}
+    model_dir = root / "models/tp_transformer-s1"
+    assert (run_dir / "model/artifacts/tprepro_model/model.pt").read_bytes() == (model_dir / "model.pt").read_bytes()
+    assert {"model/MLmodel", "model/artifacts", "model/input_example.json"} <= {
+        a.path for a in client.list_artifacts(train_run.info.run_id, "model")}
+    # the MLflow model answers as `tprepro predict` does (issue 23)
+    previous = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(f"sqlite:///{root / 'mlflow.db'}")
+    try:
+        questions = ["What is 3 + 5?", "What is -2 + 7?"]
+        answers = mlflow.pyfunc.load_model(f"runs:/{train_run.info.run_id}/model").predict(questions)
+    finally:
+        mlflow.set_tracking_uri(previous)
+    assert answers == answer(model_dir, questions)
     assert (run_dir / "logs" / "tp_transformer-s1.log").is_file()
     inputs = {d.dataset.name: d.dataset for d in train_run.inputs.dataset_inputs}
     assert set(inputs) == {f"{split}/{module}" for split in ("train-easy", "train-medium", "train-hard")

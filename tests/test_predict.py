@@ -9,6 +9,7 @@ import torch
 
 from helpers import tool_env
 from tprepro.evaluate.evaluate import load_trained, predict
+from tprepro.evaluate.pyfunc import save_answering_model
 from training_project import make_workspace, train
 
 QUESTIONS = ["What is 2 + 3?", "What is -7 - 12?", "What is 40 + 2?"]
@@ -68,3 +69,20 @@ def test_version():
 
     result = tprepro("--version")
     assert result.returncode == 0 and result.stdout.strip() == f"tprepro {__version__}"
+
+
+def test_the_mlflow_model_answers_as_predict_does(model_dir, tmp_path):
+    """The pyfunc model a training run logs (evaluate/pyfunc.py), loaded by MLflow alone in a fresh
+    interpreter, answers a list of questions as `tprepro predict` does."""
+    model, vocab, _ = load_trained(model_dir / "model.pt", torch.device("cpu"))
+    save_answering_model(model_dir, vocab, QUESTIONS[0], tmp_path / "mlflow_model")
+    script = ("import json, sys, mlflow.pyfunc\n"
+              "model = mlflow.pyfunc.load_model(sys.argv[1])\n"
+              "print(json.dumps(model.predict(sys.argv[2:])))\n")
+    result = subprocess.run([sys.executable, "-c", script, str(tmp_path / "mlflow_model"), *QUESTIONS],
+                            env=tool_env(), capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    expected = [{"question": q, "answer": a} for q, a in zip(QUESTIONS, predict(model, vocab, QUESTIONS, 64, 64))]
+    assert json.loads(result.stdout.splitlines()[-1]) == expected
+    assert json.loads((tmp_path / "mlflow_model/input_example.json").read_text())  # an input example is stored
+    assert "signature:" in (tmp_path / "mlflow_model/MLmodel").read_text()

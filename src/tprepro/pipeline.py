@@ -93,6 +93,7 @@ def train_model(name: str, seed: int, model, config: TrainConfig, datasets: dict
     from tprepro.data.shards import read_columns
     from tprepro.data.vocab import Vocab
     from tprepro.evaluate.curves import CURVE_FILE, LearningCurve
+    from tprepro.evaluate.pyfunc import log_answering_model
     from tprepro.models.registry import arch_settings
     from tprepro.evaluate.roles import RoleSharpnessCallback, has_discrete_roles
     from tprepro.tracking import DatasetRecord, MLflowCallback, as_experiment, job_environment_tags
@@ -156,8 +157,11 @@ def train_model(name: str, seed: int, model, config: TrainConfig, datasets: dict
     atomic_write_text(out / TRAIN_METRICS, json.dumps(summary, indent=2, sort_keys=True) + "\n")
     if logger.run is not None:
         logger.run.set_tag("model_path", out / MODEL_FILE)
-        log_outputs(logger.run, [out / MODEL_FILE, out / TRAIN_METRICS] if as_experiment(experiment).log_models
-                    else [], "model")
+        if as_experiment(experiment).log_models:  # an MLflow model: mlflow.pyfunc.load_model("runs:/<id>/model")
+            source = getattr(job.vocab, "columns", ("question", "answer"))[0]  # question or document
+            example = str(read_columns(next(iter(datasets.values())).files[0], (source,)).column(0)[0])
+            log_answering_model(logger.run, out, job.vocab, example, checkpoints / "mlflow_model")
+        log_outputs(logger.run, [], "model")
     return summary
 
 

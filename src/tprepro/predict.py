@@ -12,11 +12,8 @@ import sys
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
-import torch
-
-from tprepro.data.codecs import kind_of, load_object
 from tprepro.errors import TpreproError
-from tprepro.evaluate.evaluate import load_trained, predict
+from tprepro.evaluate.answering import answer
 from tprepro.experiments import experiments
 from tprepro.pipeline import MODEL_FILE
 
@@ -42,18 +39,6 @@ def read_questions(arguments: list[str], source: BinaryIO | None, name: str | No
     if not questions:
         raise TpreproError(f"{name}: no question in it (one per line)")
     return questions
-
-
-def answer(model_dir: Path, questions: list[str], batch_size: int = 64, max_length: int = 64,
-           device: str = "cpu") -> list[dict]:
-    """One record per question: {"question", "answer"} for character models, else what the model's
-    codec kind answers (data/codecs.py; e.g. N2F programs, summaries)."""
-    model, codec, _ = load_trained(model_dir / MODEL_FILE, torch.device(device))
-    kind = kind_of(codec)
-    if kind.answer is not None:
-        return load_object(kind.answer)(model, codec, model_dir, questions, batch_size, max_length)
-    return [{"question": question, "answer": reply}
-            for question, reply in zip(questions, predict(model, codec, questions, batch_size, max_length))]
 
 
 def main(model_dir: Path, arguments: list[str], file: str | None, as_json: bool, batch_size: int,

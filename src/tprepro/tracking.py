@@ -68,7 +68,7 @@ class Experiment:
 
     name: str  # e.g. "tprepro-mathematics"
     description: str = ""  # markdown, shown above the experiment's runs
-    log_models: bool = True  # training runs keep model.pt and train_metrics.json as artifacts under model/
+    log_models: bool = True  # training runs log an MLflow model under model/ (evaluate/pyfunc.py)
 
 
 def as_experiment(experiment: "str | Experiment") -> Experiment:
@@ -466,6 +466,10 @@ class Run:
 
     def log_artifact(self, path: str | Path, artifact_path: str | None = None) -> None:
         self._call("log_artifact", str(Path(path).resolve()), artifact_path)
+
+    def log_artifacts(self, directory: str | Path, artifact_path: str | None = None) -> None:
+        """Every file under `directory`, as the artifact folder `artifact_path`."""
+        self._call("log_artifacts", str(Path(directory).resolve()), artifact_path)
 
     def finish(self, status: str = "FINISHED") -> None:
         self._call("set_terminated", status)

@@ -1,0 +1,56 @@
+"""Trained models as MLflow models: `mlflow.pyfunc.load_model("runs:/<run id>/model").predict([...])`
+answers as `tprepro predict --model-dir` does (evaluate/answering.py), on a list of questions.
+
+The pyfunc model carries the model directory (model.pt, train_metrics.json) as its artifact and the
+codec kind of the model (data/codecs.py) in its model config, so loading it needs the installed
+tprepro only, and no experiment has to be listed first.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import asdict
+from pathlib import Path
+
+import mlflow
+import torch
+
+from tprepro import __version__
+from tprepro.data.codecs import CodecKind, kind_of, register
+from tprepro.evaluate.answering import answer
+
+ARTIFACT = "model"  # the run's artifact folder of the MLflow model
+FILES = "tprepro_model"  # its artifact holding the model directory: model/artifacts/tprepro_model/model.pt
+
+
+class AnsweringModel(mlflow.pyfunc.PythonModel):
+    """A trained tprepro model: questions (or documents) in, one answer record per question out."""
+
+    def load_context(self, context) -> None:
+        register(CodecKind(**context.model_config["codec_kind"]))
+        self.model_dir = Path(context.artifacts[FILES])
+
+    def predict(self, context, model_input: list[str], params=None) -> list[dict[str, str]]:
+        # The type hints are the signature: MLflow checks and converts the input to a list of strings.
+        # Fields as text (a MathQA program's value included), as `tprepro predict` prints them.
+        return [{key: str(value) for key, value in record.items()} for record in answer(self.model_dir, model_input)]
+
+
+def save_answering_model(model_dir: Path, codec, example: str, path: Path) -> None:
+    """The MLflow model of the exported model in `model_dir` (whose codec is `codec`) at `path`, with
+    `example` as its input example (the signature comes from `AnsweringModel.predict`'s type hints)."""
+    mlflow.pyfunc.save_model(
+        path, python_model=AnsweringModel(), artifacts={FILES: str(model_dir)},
+        model_config={"codec_kind": asdict(kind_of(codec))},
+        input_example=[example],
+        pip_requirements=[f"tprepro=={__version__}", f"torch=={torch.__version__.split('+')[0]}"],
+    )
+
+
+def log_answering_model(run, model_dir: Path, codec, example: str, staging: Path) -> None:
+    """The MLflow model of `model_dir` as the artifact folder `model/` of `run` (a tracking.Run),
+    written first to `staging` (replaced; kept, so that a fallback to the local store can log it again)."""
+    if staging.exists():
+        shutil.rmtree(staging)
+    save_answering_model(model_dir, codec, example, staging)
+    run.log_artifacts(staging, ARTIFACT)
