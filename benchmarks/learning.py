@@ -133,6 +133,7 @@ def train_config(args) -> TrainConfig:
     return dataclasses.replace(base, steps=args.steps, batch_size=args.batch_size, lr=args.lr, warmup_steps=0,
                                log_every=args.window, checkpoint_every=args.steps, bucket_width=args.bucket_width,
                                batching=args.batching, pool_batches=args.pool_batches,
+                               loss_weighting=args.loss_weighting,
                                device="cpu", threads=args.threads, amp=False, compile=False, processes=1)
 
 
@@ -185,6 +186,8 @@ def main() -> None:
     parser.add_argument("--batching", default="pool", choices=["pool", "buckets"], help="trainer stream's batch order")
     parser.add_argument("--pool-batches", type=int, default=16, help="batching pool: batches per sorted pool")
     parser.add_argument("--bucket-width", type=int, default=8, help="batching buckets: width; 1000 = no bucketing")
+    parser.add_argument("--loss-weighting", default="batch", choices=["batch", "token"],
+                        help="trainer stream: each batch's mean (batch) or every token alike (token)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--modules", nargs="+", default=list(TRAIN_MODULES))
@@ -211,7 +214,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         stream = Trainer(job, Path(tmp) / "none.pt").stream  # as the trainer builds it
         order = (f"pool_batches {config.pool_batches}" if config.batching == "pool"
-                 else f"bucket_width {config.bucket_width}")
+                 else f"bucket_width {config.bucket_width}") + f", loss_weighting {config.loss_weighting}"
         mix[f"trainer ({order})"] = batch_mix(iter(stream.next_rows, None), vocab, module_of)
     for name, m in mix.items():
         print(f"first 200 batches, {name}: {m['padding_waste']:.1%} padded positions, "
