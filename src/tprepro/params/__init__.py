@@ -182,13 +182,20 @@ _UniqueKeyLoader.add_implicit_resolver(
 
 def read_yaml(path: str | Path) -> Any:
     """Parse a YAML settings file strictly: UTF-8 only, no duplicate keys; errors name the file."""
-    path = Path(path)
+    return parse_yaml(_read_bytes(path), path)
+
+
+def _read_bytes(path: str | Path) -> bytes:
     try:
-        data = path.read_bytes()
+        return Path(path).read_bytes()
     except FileNotFoundError as exc:
         raise TpreproError(f"{path}: params file not found") from exc
     except OSError as exc:
         raise TpreproError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+
+
+def parse_yaml(data: bytes, path: str | Path) -> Any:
+    """The settings in `data`, the bytes of the file `path` (named in errors); see read_yaml."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -208,9 +215,16 @@ def load_params(path: str | Path = DEFAULT_PARAMS, models: bool = True) -> dict:
     """Read and validate a params file; errors name the file and the key.
 
     The one validation path: Snakemake (at parse time), DVC's stages and `tprepro validate`
-    all call this. models=False skips the model checks (see validate_params).
+    all call this. models=False skips the model checks (see validate_params). A file is validated
+    once per process while its bytes stay the same; each call returns its own copy.
     """
-    return validate_params(read_yaml(path), str(path), models=models)
+    return copy.deepcopy(_validated(str(path), _read_bytes(path), models))
+
+
+@functools.lru_cache(maxsize=8)
+def _validated(path: str, data: bytes, models: bool) -> dict:
+    """The validated params of the file `path` whose bytes are `data` (the cache key: an edit revalidates)."""
+    return validate_params(parse_yaml(data, path), path, models=models)
 
 
 def merge_overrides(base: dict, override: dict) -> dict:
