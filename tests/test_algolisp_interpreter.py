@@ -172,3 +172,18 @@ def test_limits_are_reported_by_their_documented_name():
         run(FACTORIAL, {"a": 200})
     assert hit.value.limit == "max_call_depth" and DOCUMENTED_LIMITS["max_call_depth"].same_as_reference
     assert set(DOCUMENTED_LIMITS) == set(Limits.__dataclass_fields__)
+
+
+def test_the_guide_shows_the_limits_table_of_the_code():
+    """The N2F guide's limits table is `Limits` with `DOCUMENTED_LIMITS`, row for row."""
+    from dataclasses import fields
+    from pathlib import Path
+
+    from tprepro.experiments.n2f.algolisp.interpreter import DOCUMENTED_LIMITS, Limits
+
+    guide = Path(__file__).resolve().parents[1] / "src/tprepro/experiments/n2f/README.md"
+    rows = [line for line in guide.read_text(encoding="utf-8").splitlines()
+            if line.startswith(tuple(f"| `{f.name}` |" for f in fields(Limits)))]
+    expected = [f"| `{f.name}` | {f.default:,} | {DOCUMENTED_LIMITS[f.name].ours} | "
+                f"{DOCUMENTED_LIMITS[f.name].reference} |" for f in fields(Limits)]
+    assert rows == expected
