@@ -94,7 +94,7 @@ def _check_mlflow(root, params) -> None:
     train_run = next(r for r in runs if r.info.run_name == "tp_transformer-s1")
     assert train_run.data.params["model.binding"] == "continuous_role"
     assert "acc.interpolate.arithmetic__add_or_sub" in train_run.data.metrics
-    assert any(k.startswith("data.train-easy/") for k in train_run.data.tags)
+    assert not any(k.startswith("data.") for k in train_run.data.tags)  # the dataset inputs carry the digests
     assert len(client.get_metric_history(train_run.info.run_id, "loss")) == 4  # every 3 of 12 steps
     curve = client.get_metric_history(train_run.info.run_id, "heldout_exact_match")
     assert [m.step for m in curve] == sorted({m.step for m in curve}) and curve[-1].step == 12  # per checkpoint

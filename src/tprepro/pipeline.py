@@ -116,8 +116,7 @@ def train_model(name: str, seed: int, model, config: TrainConfig, datasets: dict
         params={"model_name": name, "seed": seed, "model": arch_settings(job.model),
                 "train": asdict(job.config), "data": data_settings, "vocab_size": len(job.vocab)},
         tags={"stage": "train", "model": name, "seed": seed, "mlflow.note.content": run_description(
-                  name, seed, model, config, datasets),
-              **{f"data.{key}": value for key, value in hashes.items()}, **job_environment_tags()},
+                  name, seed, model, config, datasets), **job_environment_tags()},
         datasets={label: DatasetRecord(str(ds.directory), hashes[label], ds.rows, len(ds.files))
                   for label, ds in datasets.items()},
     )
