@@ -6,7 +6,8 @@ data, and every `--eval-every` steps scores a fixed held-out set: the mean teach
 loss per target unit and the experiment's accuracy (exact match for Mathematics and
 two-variable, the task's first table column for AlgoLisp (Acc) and MathQA; summarization:
 loss only, beam-search ROUGE being too slow for a sweep). The clock stops while scoring,
-so `seconds` is training time alone. Per arm it prints mean ± sd over seeds at equal
+so `seconds` is training time alone (`cpu_seconds` its process CPU time: with one torch thread,
+samples per CPU-second compare arms even while other jobs share the cores). Per arm it prints mean ± sd over seeds at equal
 steps and at equal wall time (each seed's fastest arm's training time), the paired
 difference from random batches with its 95% t interval, samples/s, and the batch
 diversity of its stream (distinct modules or templates per batch, padded positions).
@@ -229,24 +230,27 @@ class HeldOutScores(Callback):
         self.setup, self.every, self.batch_size = setup, every, batch_size
         self.points: list[dict] = []
         self.trainer = None
-        self.started = self.paused = 0.0
+        self.started = self.paused = self.cpu_started = self.cpu_paused = 0.0
 
     def on_train_start(self, trainer) -> None:
         self.trainer, self.started, self.paused = trainer, time.perf_counter(), 0.0
+        self.cpu_started, self.cpu_paused = time.process_time(), 0.0
 
     def on_log(self, step: int, metrics: dict) -> None:
         if step % self.every and step != self.trainer.config.steps:
             return
-        stop = time.perf_counter()
+        stop, cpu_stop = time.perf_counter(), time.process_time()
         model = unwrap(self.trainer.model)
         model.eval()
         with torch.inference_mode():
             loss = heldout_loss(model, self.setup.codec, self.setup.heldout, self.batch_size)
             accuracy = self.setup.accuracy(model) if self.setup.accuracy else None
         model.train()
-        self.points.append({"step": step, "seconds": stop - self.started - self.paused, "train_loss": metrics["loss"],
+        self.points.append({"step": step, "seconds": stop - self.started - self.paused,
+                            "cpu_seconds": cpu_stop - self.cpu_started - self.cpu_paused, "train_loss": metrics["loss"],
                             "heldout_loss": loss, "accuracy": accuracy})
         self.paused += time.perf_counter() - stop
+        self.cpu_paused += time.process_time() - cpu_stop
 
 
 def train_arm(setup: Setup, config: TrainConfig, seed: int, every: int) -> list[dict]:
@@ -281,6 +285,9 @@ def summarise(runs: dict[str, dict[int, list[dict]]], batch_size: int) -> dict:
     for arm, by_seed in runs.items():
         entry = {"samples_per_s": interval([by_seed[s][-1]["step"] * batch_size / by_seed[s][-1]["seconds"]
                                             for s in seeds])}
+        if all("cpu_seconds" in by_seed[s][-1] for s in seeds):  # robust to other jobs sharing the cores
+            entry["samples_per_cpu_s"] = interval([by_seed[s][-1]["step"] * batch_size / by_seed[s][-1]["cpu_seconds"]
+                                                   for s in seeds])
         for when, pick in (("steps", lambda s: runs[arm][s][-1]), ("time", lambda s: at_time(runs[arm][s], budget[s]))):
             for metric in ("heldout_loss", "accuracy"):
                 values = [pick(s)[metric] for s in seeds]
@@ -308,20 +315,22 @@ def print_table(summary: dict, mix: dict, experiment: str) -> None:
         return f"{entry['mean'] * scale:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
 
     print(f"\n{experiment}: mean ± sd over seeds; paired: arm − {REFERENCE_ARM} (95% t interval); accuracy in %")
-    print("| arm | labels/batch | padding | samples/s | held-out loss | Δ loss | accuracy | Δ accuracy "
+    print("| arm | labels/batch | padding | samples/s | samples/CPU-s | held-out loss | Δ loss | accuracy | Δ accuracy "
           "| loss @ equal time | accuracy @ equal time | Δ accuracy @ equal time |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for arm, entry in summary.items():
         print(f"| {arm} | {mix[arm]['labels_per_batch']:.1f} | {mix[arm]['padding']:.0%} | "
-              f"{cell(entry['samples_per_s'], digits=0)} | {cell(entry.get('heldout_loss@steps'))} | "
+              f"{cell(entry['samples_per_s'], digits=0)} | {cell(entry.get('samples_per_cpu_s'), digits=0)} | "
+              f"{cell(entry.get('heldout_loss@steps'))} | "
               f"{paired(entry.get('heldout_loss@steps.paired'))} | {cell(entry.get('accuracy@steps'), 100, 1)} | "
               f"{paired(entry.get('accuracy@steps.paired'), 100, 1)} | {cell(entry.get('heldout_loss@time'))} | "
               f"{cell(entry.get('accuracy@time'), 100, 1)} | {paired(entry.get('accuracy@time.paired'), 100, 1)} |")
 
 
-def reprint(paths: list[Path]) -> None:
+def reprint(paths: list[Path], arms: list[str] | None = None) -> None:
     """The tables of finished (or partly finished) sweeps, from their JSON files. Files of one
-    experiment with the same model and train settings (e.g. seeds run in parallel) are one table."""
+    experiment with the same model and train settings (e.g. seeds run in parallel) are one table;
+    `arms`: only these (a table pairs the seeds every shown arm has)."""
     merged: dict[str, dict] = {}
     for path in paths:
         report = json.loads(path.read_text())
@@ -332,7 +341,7 @@ def reprint(paths: list[Path]) -> None:
         for arm, by_seed in report["runs"].items():
             table["runs"].setdefault(arm, {}).update({int(seed): points for seed, points in by_seed.items()})
     for table in merged.values():
-        runs = {arm: by_seed for arm, by_seed in table["runs"].items() if by_seed}
+        runs = {arm: by_seed for arm, by_seed in table["runs"].items() if by_seed and (not arms or arm in arms)}
         summary = summarise(runs, table["train"]["batch_size"])
         seeds = sorted(set.intersection(*(set(by_seed) for by_seed in runs.values())))
         print(f"\n{' + '.join(table['files'])}: seeds {seeds}, {table['train']['steps']} steps of "
@@ -360,7 +369,7 @@ def main() -> None:
                         help="default results/benchmarks/data_order-<experiment>.json")
     args = parser.parse_args()
     if args.tables:
-        return reprint(args.tables)
+        return reprint(args.tables, args.arms if "--arms" in sys.argv else None)
     if args.experiment is None:
         parser.error("--experiment or --tables is required")
 
