@@ -195,10 +195,9 @@ def exact_match(vocab, rows: list[tuple[str, str]], max_len: int) -> Callable[[t
 def arm_settings(arm: str, config: TrainConfig) -> dict:
     """The train settings an arm name stands for; a trailing `t` adds `loss_weighting: token`."""
     match = re.fullmatch(r"(random|buckets|pool)(\d*)(t?)", arm)
-    if match is None or (match.group(1) == "pool") != bool(match.group(2)) or (match.group(1) == "random"
-                                                                                 and match.group(2)):
+    kind, n, token = match.groups() if match else (None, "", "")
+    if kind is None or (kind == "pool" and not n) or (kind == "random" and n):
         raise SystemExit(f"unknown arm {arm!r}: buckets, bucketsW, random or poolN, each optionally ending in t")
-    kind, n, token = match.group(1), match.group(2), match.group(3)
     weighting = {"loss_weighting": "token" if token else "batch"}
     if kind == "random":
         return {"batching": "pool", "pool_batches": 1, **weighting}
