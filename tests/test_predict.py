@@ -86,3 +86,4 @@ def test_the_mlflow_model_answers_as_predict_does(model_dir, tmp_path):
     assert json.loads(result.stdout.splitlines()[-1]) == expected
     assert json.loads((tmp_path / "mlflow_model/input_example.json").read_text())  # an input example is stored
     assert "signature:" in (tmp_path / "mlflow_model/MLmodel").read_text()
+    assert (tmp_path / "mlflow_model/artifacts/tprepro_model/model.pt").read_bytes() == (model_dir / "model.pt").read_bytes()

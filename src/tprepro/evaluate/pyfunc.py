@@ -9,6 +9,7 @@ tprepro only, and no experiment has to be listed first.
 from __future__ import annotations
 
 import shutil
+import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
@@ -39,12 +40,15 @@ class AnsweringModel(mlflow.pyfunc.PythonModel):
 def save_answering_model(model_dir: Path, codec, example: str, path: Path) -> None:
     """The MLflow model of the exported model in `model_dir` (whose codec is `codec`) at `path`, with
     `example` as its input example (the signature comes from `AnsweringModel.predict`'s type hints)."""
-    mlflow.pyfunc.save_model(
-        path, python_model=AnsweringModel(), artifacts={FILES: str(model_dir)},
-        model_config={"codec_kind": asdict(kind_of(codec))},
-        input_example=[example],
-        pip_requirements=[f"tprepro=={__version__}", f"torch=={torch.__version__.split('+')[0]}"],
-    )
+    with tempfile.TemporaryDirectory() as tmp:
+        files = Path(tmp) / FILES  # MLflow names an artifact's folder after its source: the same name for every run
+        shutil.copytree(model_dir, files)
+        mlflow.pyfunc.save_model(
+            path, python_model=AnsweringModel(), artifacts={FILES: str(files)},
+            model_config={"codec_kind": asdict(kind_of(codec))},
+            input_example=[example],
+            pip_requirements=[f"tprepro=={__version__}", f"torch=={torch.__version__.split('+')[0]}"],
+        )
 
 
 def log_answering_model(run, model_dir: Path, codec, example: str, staging: Path) -> None:
