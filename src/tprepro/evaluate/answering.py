@@ -22,8 +22,14 @@ def answer(model_dir: Path, questions: list[str], batch_size: int = 64, max_leng
     """One record per question: {"question", "answer"} for character models, else what the model's
     codec kind answers."""
     model, codec, _ = load_trained(Path(model_dir) / MODEL_FILE, torch.device(device))
+    return answer_with(model, codec, Path(model_dir), questions, batch_size, max_length)
+
+
+def answer_with(model, codec, model_dir: Path, questions: list[str], batch_size: int = 64,
+                max_length: int = 64) -> list[dict]:
+    """`answer` for a model already loaded (with its codec) from `model_dir`."""
     kind = kind_of(codec)
     if kind.answer is not None:
-        return load_object(kind.answer)(model, codec, Path(model_dir), questions, batch_size, max_length)
+        return load_object(kind.answer)(model, codec, model_dir, questions, batch_size, max_length)
     return [{"question": question, "answer": reply}
             for question, reply in zip(questions, predict(model, codec, questions, batch_size, max_length))]

@@ -18,7 +18,9 @@ import torch
 
 from tprepro import __version__
 from tprepro.data.codecs import CodecKind, kind_of, register
-from tprepro.evaluate.answering import answer
+from tprepro.evaluate.answering import answer_with
+from tprepro.evaluate.evaluate import load_trained
+from tprepro.pipeline import MODEL_FILE
 
 ARTIFACT = "model"  # the run's artifact folder of the MLflow model
 FILES = "tprepro_model"  # its artifact holding the model directory: model/artifacts/tprepro_model/model.pt
@@ -30,11 +32,13 @@ class AnsweringModel(mlflow.pyfunc.PythonModel):
     def load_context(self, context) -> None:
         register(CodecKind(**context.model_config["codec_kind"]))
         self.model_dir = Path(context.artifacts[FILES])
+        self.model, self.codec, _ = load_trained(self.model_dir / MODEL_FILE, torch.device("cpu"))  # once, not per call
 
     def predict(self, context, model_input: list[str], params=None) -> list[dict[str, str]]:
         # The type hints are the signature: MLflow checks and converts the input to a list of strings.
         # Fields as text (a MathQA program's value included), as `tprepro predict` prints them.
-        return [{key: str(value) for key, value in record.items()} for record in answer(self.model_dir, model_input)]
+        records = answer_with(self.model, self.codec, self.model_dir, model_input)
+        return [{key: str(value) for key, value in record.items()} for record in records]
 
 
 def save_answering_model(model_dir: Path, codec, example: str, path: Path) -> None:
