@@ -5,8 +5,9 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
-from helpers import copy_project, load_default_params, tool_env, write_params
+from helpers import REPO, copy_project, load_default_params, tool_env, write_params
 from tprepro.params import validate_params
 from tprepro.errors import TpreproError
 from tprepro.tracking import JOB_ENVIRONMENT, job_environment_tags
@@ -36,6 +37,14 @@ def test_cluster_errors_name_the_key(edit, key):
         validate_params(params)
 
 
+def test_the_default_profile_never_overrides_the_slurm_profile():
+    """Snakemake loads profiles/default after --profile, so the default may hold only settings the
+    slurm profile shares, with the same values (a latency-wait or cores there would win on clusters)."""
+    default = yaml.safe_load((REPO / "profiles" / "default" / "config.yaml").read_text())
+    slurm = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
+    assert default and {key: slurm.get(key) for key in default} == default
+
+
 def test_the_slurm_profile_gives_each_rule_its_cluster_resources(tmp_path):
     root = copy_project(tmp_path / "repo")
     params = load_default_params()
@@ -43,7 +52,7 @@ def test_the_slurm_profile_gives_each_rule_its_cluster_resources(tmp_path):
     params["cluster"]["data"].update(partition=None)
     write_params(root / "params.yaml", params)
     out = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--profile", "workflow/profiles/slurm", "-n", "tables"],
+        [sys.executable, "-m", "snakemake", "--profile", "profiles/slurm", "-n", "tables"],
         cwd=root, env=tool_env(), capture_output=True, text=True,
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
@@ -62,6 +71,7 @@ def test_a_workstation_run_shows_no_slurm_partition_or_gpu(tmp_path):
     out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "tables"], cwd=root, env=tool_env(),
                          capture_output=True, text=True)  # the default (workstation) profile
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "Using workflow specific profile profiles/default" in out.stdout + out.stderr
     lines = re.findall(r"^    resources: (.*)$", out.stdout, re.M)
     assert lines and not any("slurm_partition" in line or "gpu=" in line for line in lines), lines[:3]
     assert any("runtime=" in line for line in lines)  # the rest of the cluster settings stay visible

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import yaml
@@ -22,13 +23,24 @@ def _conda_pip_pins(path: Path) -> list[str]:
 
 
 def test_generate_env_pins_match_requirements():
-    pins = _conda_pip_pins(REPO / "workflow" / "envs" / "generate.yaml")
+    pins = _conda_pip_pins(REPO / "envs" / "generate.yaml")
     requirements = _requirement_lines(REPO / "requirements" / "generate.txt")
     assert sorted(pins) == sorted(requirements)
-    assert len(pins) == len(set(pins)), "duplicate pins in workflow/envs/generate.yaml"
+    assert len(pins) == len(set(pins)), "duplicate pins in envs/generate.yaml"
 
 
 def test_generate_env_python_is_311():
-    env = yaml.safe_load((REPO / "workflow" / "envs" / "generate.yaml").read_text(encoding="utf-8"))
+    env = yaml.safe_load((REPO / "envs" / "generate.yaml").read_text(encoding="utf-8"))
     assert "python=3.11" in env["dependencies"]
     assert "pip" in env["dependencies"]
+
+
+def test_every_rule_names_a_conda_env_under_envs():
+    """Snakemake resolves a rule's `conda:` path from its .smk file; each must land in envs/."""
+    named = set()
+    for rules in sorted((REPO / "workflow" / "rules").glob("*.smk")):
+        for path in re.findall(r'^\s*conda:\s*\n\s*"([^"]+)"', rules.read_text(encoding="utf-8"), re.M):
+            env = (rules.parent / path).resolve()
+            assert env.parent == REPO / "envs" and env.is_file(), f"{rules.name}: conda: {path}"
+            named.add(env.name)
+    assert named == {path.name for path in (REPO / "envs").glob("*.yaml")}

@@ -1,4 +1,4 @@
-"""The pipeline on a real single-node SLURM, through workflow/profiles/slurm; and `snakemake --report`.
+"""The pipeline on a real single-node SLURM, through profiles/slurm; and `snakemake --report`.
 
 tests/slurm/local_slurm.sh starts slurmctld, slurmd and munged (Debian packages, `make
 system-deps`) with one fake GPU. The Mathematics Dataset pipeline (target `tables`) and the
@@ -83,7 +83,7 @@ def runs(tmp_path_factory, slurm_conf, generate_python):
     env = tool_env(TPREPRO_GENERATE_PYTHON=str(generate_python), SLURM_CONF=str(slurm_conf))
     cluster = copy_project(tmp_path_factory.mktemp("slurm") / "repo")
     write_params(cluster / "params.yaml", params)
-    log = run([sys.executable, "-m", "snakemake", "--profile", "workflow/profiles/slurm", "--jobs", "4",
+    log = run([sys.executable, "-m", "snakemake", "--profile", "profiles/slurm", "--jobs", "4",
                "--slurm-init-seconds-before-status-checks", "1", "--seconds-between-status-checks", "2",
                *TARGETS], cluster, env, TIMEOUT)
     submitted = re.findall(r"submitted with SLURM jobid (\d+) \(log: \S*/slurm_logs/rule_(\w+)/", log)

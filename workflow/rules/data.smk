@@ -14,7 +14,7 @@ rule data:
     resources:
         **cluster_resources(P, "data", workflow),
     conda:
-        "../envs/generate.yaml"
+        "../../envs/generate.yaml"
     shell:
         "tprepro data --split {wildcards.split} --module {wildcards.module}"
         " --out {output} --processes {threads} > {log} 2>&1"
@@ -34,6 +34,6 @@ rule vocab:
     resources:
         **cluster_resources(P, "vocab", workflow),
     conda:
-        "../envs/torch.yaml"
+        "../../envs/torch.yaml"
     shell:
         "tprepro vocab --train {params.train} --out {output} > {log} 2>&1"

@@ -22,7 +22,7 @@ rule evaluate:
     resources:
         **cluster_resources(P, "evaluate", workflow),
     conda:
-        "../envs/torch.yaml"
+        "../../envs/torch.yaml"
     shell:
         "tprepro evaluate --model-dir {params.model_dir}"
         " --interpolate {params.interpolate} --extrapolate {params.extrapolate}"

@@ -27,7 +27,7 @@ rule interpret_mathematics:
     resources:
         **cluster_resources(P, "tables", workflow),
     conda:
-        "../envs/torch.yaml"
+        "../../envs/torch.yaml"
     shell:
         "tprepro interpret-mathematics --model-dir {params.model_dir}"
         " --interpolate {params.interpolate} --out {output} > {log} 2>&1"
@@ -51,7 +51,7 @@ rule interpret_reconstruction:
     resources:
         **cluster_resources(P, "tables", workflow),
     conda:
-        "../envs/torch.yaml"
+        "../../envs/torch.yaml"
     shell:
         "tprepro interpret-reconstruction --interpret-dir {params.interpret_dir}"
         " --models-dir models --csv {output.csv} --md {output.md} --figure {output.png} > {log} 2>&1"
@@ -75,7 +75,7 @@ rule interpret_two_variable:
     resources:
         **cluster_resources(P, "tables", workflow),
     conda:
-        "../envs/torch.yaml"
+        "../../envs/torch.yaml"
     shell:
         "tprepro interpret-two-variable --model-dir {params.model_dir}"
         " --test {input.test} --out {output} > {log} 2>&1"
@@ -99,7 +99,7 @@ rule interpret_n2f:
     resources:
         **cluster_resources(P, "tables", workflow),
     conda:
-        "../envs/torch.yaml"
+        "../../envs/torch.yaml"
     shell:
         "tprepro interpret-n2f --task {wildcards.task} --model-dir {params.model_dir}"
         " --test {input.test} --out {output} > {log} 2>&1"

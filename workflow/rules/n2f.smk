@@ -30,7 +30,7 @@ rule n2f_data:
     resources:
         **cluster_resources(P, "data", workflow),
     conda:
-        "../envs/torch.yaml"
+        "../../envs/torch.yaml"
     shell:
         "tprepro n2f-data --task {wildcards.task} --out data/n2f/{wildcards.task}"
         " > {log} 2>&1"
@@ -50,7 +50,7 @@ rule n2f_quality:
     resources:
         **cluster_resources(P, "tables", workflow),
     conda:
-        "../envs/torch.yaml"
+        "../../envs/torch.yaml"
     shell:
         "tprepro n2f-quality --task {wildcards.task} --data data/n2f/{wildcards.task}"
         " --out {output} > {log} 2>&1"
@@ -76,7 +76,7 @@ rule n2f_train:
     resources:
         **cluster_resources(P, "train", workflow),
     conda:
-        "../envs/torch.yaml"
+        "../../envs/torch.yaml"
     shell:
         "tprepro n2f-train --task {wildcards.task} --model {wildcards.model} --seed {wildcards.seed}"
         " --train {input.train} --vocab {input.vocab} --out {params.out} --checkpoints {params.checkpoints}"
@@ -100,7 +100,7 @@ rule n2f_evaluate:
     resources:
         **cluster_resources(P, "evaluate", workflow),
     conda:
-        "../envs/torch.yaml"
+        "../../envs/torch.yaml"
     shell:
         "tprepro n2f-evaluate --task {wildcards.task} --model-dir {params.model_dir}"
         " --test {input.test} --out {output} > {log} 2>&1"
@@ -126,7 +126,7 @@ rule n2f_tables:
     resources:
         **cluster_resources(P, "tables", workflow),
     conda:
-        "../envs/torch.yaml"
+        "../../envs/torch.yaml"
     shell:
         "tprepro n2f-tables --task {wildcards.task} --eval-dir n2f/eval/{wildcards.task}"
         " --models-dir n2f/models/{wildcards.task} --table-csv {output.csv} --table-md {output.md}"

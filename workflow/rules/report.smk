@@ -30,7 +30,7 @@ rule tables:
     resources:
         **cluster_resources(P, "tables", workflow),
     conda:
-        "../envs/torch.yaml"
+        "../../envs/torch.yaml"
     shell:
         "tprepro tables --eval-dir results/eval --models-dir models --table-csv {output.table1_csv}"
         " --table-md {output.table1_md} --table-html {output.table1_html} --metrics {output.metrics}"

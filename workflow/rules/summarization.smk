@@ -22,7 +22,7 @@ rule summarization_corpus:
     resources:
         **cluster_resources(P, "data", workflow),
     conda:
-        "../envs/torch.yaml"
+        "../../envs/torch.yaml"
     shell:
         "tprepro summarization-corpus --out {output} > {log} 2>&1"
 
@@ -45,7 +45,7 @@ rule summarization_data:
     resources:
         **cluster_resources(P, "data", workflow),
     conda:
-        "../envs/torch.yaml"
+        "../../envs/torch.yaml"
     shell:
         "tprepro summarization-data --dataset {wildcards.dataset}"
         " --corpus {input.corpus} --out {output} > {log} 2>&1"
@@ -72,7 +72,7 @@ rule summarization_train:
     resources:
         **cluster_resources(P, "train", workflow),
     conda:
-        "../envs/torch.yaml"
+        "../../envs/torch.yaml"
     shell:
         "tprepro summarization-train --dataset {wildcards.dataset} --model {wildcards.model}"
         " --data {input.data} --out {params.out} --checkpoints {params.checkpoints} > {log} 2>&1"
@@ -94,7 +94,7 @@ rule summarization_evaluate:
     resources:
         **cluster_resources(P, "evaluate", workflow),
     conda:
-        "../envs/torch.yaml"
+        "../../envs/torch.yaml"
     shell:
         "tprepro summarization-evaluate --dataset {wildcards.dataset}"
         " --model-dir {params.model_dir} --data {input.data} --out {output} > {log} 2>&1"
@@ -120,7 +120,7 @@ rule summarization_tables:
     resources:
         **cluster_resources(P, "tables", workflow),
     conda:
-        "../envs/torch.yaml"
+        "../../envs/torch.yaml"
     shell:
         "tprepro summarization-tables --eval-dir summarization/eval --table-csv {output.csv}"
         " --table-md {output.md} --table-html {output.html} --metrics {output.metrics} > {log} 2>&1"

@@ -30,7 +30,7 @@ rule train:
     resources:
         **cluster_resources(P, "train", workflow),
     conda:
-        "../envs/torch.yaml"
+        "../../envs/torch.yaml"
     shell:
         "tprepro train --model {wildcards.model} --seed {wildcards.seed}"
         " --train {params.train_dirs} --vocab {input.vocab} --out {params.out}"

@@ -26,7 +26,7 @@ rule two_variable_data:
     resources:
         **cluster_resources(P, "data", workflow),
     conda:
-        "../envs/torch.yaml"
+        "../../envs/torch.yaml"
     shell:
         "tprepro two-variable-data --out {params.out} --vocab {output.vocab} > {log} 2>&1"
 
@@ -54,7 +54,7 @@ rule two_variable_train:
     resources:
         **cluster_resources(P, "train", workflow),
     conda:
-        "../envs/torch.yaml"
+        "../../envs/torch.yaml"
     shell:
         "tprepro two-variable-train --model {wildcards.model} --seed {wildcards.seed} --train {input.train}"
         " --vocab {input.vocab} --out {params.out} --checkpoints {params.checkpoints}"
@@ -77,7 +77,7 @@ rule two_variable_evaluate:
     resources:
         **cluster_resources(P, "evaluate", workflow),
     conda:
-        "../envs/torch.yaml"
+        "../../envs/torch.yaml"
     shell:
         "tprepro two-variable-evaluate --model-dir {params.model_dir}"
         " --test {input.test} --out {output} > {log} 2>&1"
@@ -107,7 +107,7 @@ rule two_variable_tables:
     resources:
         **cluster_resources(P, "tables", workflow),
     conda:
-        "../envs/torch.yaml"
+        "../../envs/torch.yaml"
     shell:
         "tprepro two-variable-tables --eval-dir two_variable/eval --models-dir two_variable/models"
         " --table-csv {output.csv} --table-md {output.md} --table-html {output.html}"
