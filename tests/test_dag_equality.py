@@ -78,21 +78,28 @@ def test_dvc_stages_depend_on_the_code_the_stage_registry_names():
 
 
 def test_editing_a_model_file_reruns_training_evaluation_and_tables_only(project):
-    """Snakemake sees package code as input: a touched model file reruns train/evaluate/tables, not data."""
+    """Each rule takes its stage's code as one digest file: an edited model file reruns
+    train/evaluate/tables, not data; the job listing names the digest, not the source files."""
     import os
     import time
 
     outputs, _ = snakemake_jobs(project)
-    now = time.time()
+    before = time.time() - 60  # older than the digest files the next parse rewrites
     for output in outputs:  # every output present and up to date (folders have no suffix)
         path = project / output
         path.mkdir(parents=True, exist_ok=True) if not path.suffix else (
             path.parent.mkdir(parents=True, exist_ok=True), path.touch())
-        os.utime(path, (now, now))
-    later = now + 5
-    os.utime(project / "src/tprepro/models/transformer.py", (later, later))
-    out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "2", "--rerun-triggers", "mtime"],
-                         cwd=project, env=tool_env(), capture_output=True, text=True, check=True).stdout
+        os.utime(path, (before, before))
+    for digest in (project / ".snakemake/tprepro/code").glob("*.sha256"):
+        os.utime(digest, (before - 60, before - 60))
+    def dry_run():
+        return subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "2", "--rerun-triggers", "mtime"],
+                              cwd=project, env=tool_env(), capture_output=True, text=True, check=True).stdout
+    assert "Nothing to be done" in dry_run()
+    model = project / "src/tprepro/models/transformer.py"
+    model.write_text(model.read_text() + "\n# an edit\n")
+    out = dry_run()
+    assert "src/tprepro/models" not in out and ".snakemake/tprepro/code/train.sha256" in out
     jobs = {line.split()[0] for line in out.split("Job stats:")[1].split("total")[0].splitlines()[2:] if line.strip()}
     assert "evaluate" in jobs, out
     assert {"train", "evaluate", "tables", "two_variable_train", "n2f_train"} <= jobs

@@ -13,6 +13,33 @@ def parent(path: str) -> str:
     return str(Path(path).parent)
 
 
+CODE_DIGESTS = Path(".snakemake/tprepro/code")  # one file per stage: its source files and their hashes
+
+
+def code_digest(stage: str, root: str = "src/tprepro", folder: Path = CODE_DIGESTS) -> str:
+    """One input file standing for stage `stage`'s source files (tprepro.experiments.code_files),
+    so a job listing names one file, not forty.
+
+    The file lists each source file's SHA-256. It is rewritten only when that list changes (an
+    edit, a file added or removed), and then gets the current time, so the stage's outputs look
+    older than their input and rerun. A missing file (a fresh checkout, a deleted .snakemake) takes
+    the newest source file's mtime instead, so recreating it reruns nothing that was up to date."""
+    from tprepro.experiments import code_files
+    from tprepro.io import atomic_write_text, sha256_file
+
+    files = code_files(stage, root)
+    listing = "".join(f"{sha256_file(path)}  {path}\n" for path in files)
+    target = folder / f"{stage}.sha256"
+    existed = target.exists()
+    if existed and target.read_text(encoding="utf-8") == listing:
+        return str(target)
+    atomic_write_text(target, listing)
+    if not existed:
+        newest = max(os.stat(path).st_mtime_ns for path in files)
+        os.utime(target, ns=(newest, newest))
+    return str(target)
+
+
 def module_dirs(data: str, splits, modules) -> list[str]:
     """Dataset directories `<data>/<split>/<module>` of every (split, module) pair."""
     return [f"{data}/{split}/{module}" for split in splits for module in modules]

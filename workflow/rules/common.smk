@@ -1,10 +1,9 @@
 # Settings and paths shared by every rule.
 # `--config params=FILE` selects another params file; `--config 'train={steps: 10}'` (any section,
 # YAML) overrides those settings, validated like the file (tprepro.params.snakemake_params).
-from tprepro.experiments import code_files
 from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE, TRAIN_SPLITS
 from tprepro.params import snakemake_params
-from tprepro.workflow import cluster_resources, module_dirs, parent
+from tprepro.workflow import cluster_resources, code_digest, module_dirs, parent
 
 PARAMS_FILE, P = snakemake_params(config)  # stops here, naming the key, if the settings are invalid
 GRID = P["grid"]

@@ -3,7 +3,7 @@
 
 rule data:
     input:
-        code=code_files("data"),
+        code=code_digest("data"),
     output:
         directory(f"{DATA}/{{split}}/{{module}}"),
     params:
@@ -23,7 +23,7 @@ rule data:
 rule vocab:
     input:
         module_dirs(DATA, TRAIN_SPLITS, GRID["modules"]),
-        code=code_files("vocab"),
+        code=code_digest("vocab"),
     output:
         VOCAB,
     params:

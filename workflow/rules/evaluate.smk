@@ -8,7 +8,7 @@ rule evaluate:
         interpolate=module_dirs(DATA, [INTERPOLATE], GRID["modules"]),
         extrapolate=module_dirs(DATA, [EXTRAPOLATE], GRID["extrapolation_modules"]),
         train=module_dirs(DATA, TRAIN_SPLITS, GRID["modules"]),
-        code=code_files("evaluate"),
+        code=code_digest("evaluate"),
     output:
         "results/eval/{model}-s{seed}.csv",
     params:

@@ -13,7 +13,7 @@ rule interpret_mathematics:
         metrics="models/{run}/train_metrics.json",
         evaluation="results/eval/{run}.csv",
         data=f"{DATA}/{INTERPOLATE}/{INTERPRET['module']}",
-        code=code_files("interpret-mathematics"),
+        code=code_digest("interpret-mathematics"),
     output:
         report(directory(f"{INTERPRET_DIR}/mathematics/{{run}}"), patterns=["{name}.png"],
                caption="../report/interpret_mathematics.rst", category="Interpretation"),
@@ -36,7 +36,7 @@ rule interpret_mathematics:
 rule interpret_reconstruction:
     input:
         expand(f"{INTERPRET_DIR}/mathematics/{{run}}", run=RUNS),
-        code=code_files("interpret-reconstruction"),
+        code=code_digest("interpret-reconstruction"),
     output:
         csv=report(f"{INTERPRET_DIR}/head_reconstruction.csv", caption="../report/head_reconstruction.rst",
                    category="Interpretation"),
@@ -63,7 +63,7 @@ rule interpret_two_variable:
         metrics="two_variable/models/{run}/train_metrics.json",
         evaluation="two_variable/eval/{run}.csv",
         test=rules.two_variable_data.output.test,
-        code=code_files("interpret-two-variable"),
+        code=code_digest("interpret-two-variable"),
     output:
         report(directory(f"{INTERPRET_DIR}/two_variable/{{run}}"), patterns=["{name}.png"],
                caption="../report/interpret_two_variable.rst", category="Interpretation"),
@@ -87,7 +87,7 @@ rule interpret_n2f:
         metrics=f"n2f/models/{{task}}/{UNBINDING_RUN}/train_metrics.json",
         evaluation=f"n2f/eval/{{task}}/{UNBINDING_RUN}.csv",
         test="data/n2f/{task}/test",
-        code=code_files("interpret-n2f"),
+        code=code_digest("interpret-n2f"),
     output:
         report(directory(f"{INTERPRET_DIR}/n2f/{{task}}"), patterns=["{name}.png"],
                caption="../report/interpret_n2f.rst", category="Interpretation"),

@@ -17,7 +17,7 @@ wildcard_constraints:
 
 rule n2f_data:
     input:
-        code=code_files("n2f-data"),
+        code=code_digest("n2f-data"),
     output:
         train=directory("data/n2f/{task}/train"),
         test=directory("data/n2f/{task}/test"),
@@ -40,7 +40,7 @@ rule n2f_quality:
     input:
         train="data/n2f/{task}/train",
         test="data/n2f/{task}/test",
-        code=code_files("n2f-quality"),
+        code=code_digest("n2f-quality"),
     output:
         "results/n2f/{task}_quality.json",
     params:
@@ -60,7 +60,7 @@ rule n2f_train:
     input:
         train="data/n2f/{task}/train",
         vocab="data/n2f/{task}/vocab.json",
-        code=code_files("n2f-train"),
+        code=code_digest("n2f-train"),
     output:
         model="n2f/models/{task}/{model}-s{seed}/model.pt",
         metrics="n2f/models/{task}/{model}-s{seed}/train_metrics.json",
@@ -88,7 +88,7 @@ rule n2f_evaluate:
         model="n2f/models/{task}/{run}/model.pt",
         metrics="n2f/models/{task}/{run}/train_metrics.json",
         test="data/n2f/{task}/test",
-        code=code_files("n2f-evaluate"),
+        code=code_digest("n2f-evaluate"),
     output:
         "n2f/eval/{task}/{run}.csv",
     params:
@@ -111,7 +111,7 @@ rule n2f_tables:
         evals=expand("n2f/eval/{{task}}/{run}.csv", run=N2F_RUNS),
         metrics=expand("n2f/models/{{task}}/{run}/train_metrics.json", run=N2F_RUNS),
         quality="results/n2f/{task}_quality.json",
-        code=code_files("n2f-tables"),
+        code=code_digest("n2f-tables"),
     output:
         csv=report("results/tables/{task}.csv", caption="../report/n2f.rst", category="TP-N2F"),
         md="results/tables/{task}.md",

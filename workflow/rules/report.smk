@@ -6,7 +6,7 @@ rule tables:
         evals=expand("results/eval/{run}.csv", run=RUNS),
         metrics=expand("models/{run}/train_metrics.json", run=RUNS),
         curves=expand("models/{run}/learning_curve.csv", run=RUNS),
-        code=code_files("tables"),
+        code=code_digest("tables"),
     output:
         modules=report("results/tables/mathematics_modules.csv", caption="../report/modules.rst",
                        category="Mathematics Dataset"),

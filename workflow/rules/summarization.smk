@@ -12,7 +12,7 @@ SUM_MODELS = list(SUM["models"])
 
 rule summarization_corpus:
     input:
-        code=code_files("summarization-corpus"),
+        code=code_digest("summarization-corpus"),
     output:
         directory(f"{SUM_DATA}/corpus"),
     params:
@@ -30,7 +30,7 @@ rule summarization_corpus:
 rule summarization_data:
     input:
         corpus=f"{SUM_DATA}/corpus",
-        code=code_files("summarization-data"),
+        code=code_digest("summarization-data"),
     output:
         directory(f"{SUM_DATA}/{{dataset}}"),
     wildcard_constraints:
@@ -54,7 +54,7 @@ rule summarization_data:
 rule summarization_train:
     input:
         data=f"{SUM_DATA}/{{dataset}}",
-        code=code_files("summarization-train"),
+        code=code_digest("summarization-train"),
     output:
         model="summarization/models/{dataset}/{model}/model.pt",
         metrics="summarization/models/{dataset}/{model}/train_metrics.json",
@@ -83,7 +83,7 @@ rule summarization_evaluate:
         model="summarization/models/{dataset}/{model}/model.pt",
         metrics="summarization/models/{dataset}/{model}/train_metrics.json",
         data=f"{SUM_DATA}/{{dataset}}",
-        code=code_files("summarization-evaluate"),
+        code=code_digest("summarization-evaluate"),
     output:
         "summarization/eval/{dataset}/{model}.json",
     params:
@@ -103,7 +103,7 @@ rule summarization_evaluate:
 rule summarization_tables:
     input:
         expand("summarization/eval/{dataset}/{model}.json", dataset=SUM_DATASETS, model=SUM_MODELS),
-        code=code_files("summarization-tables"),
+        code=code_digest("summarization-tables"),
     output:
         csv=report("results/tables/summarization.csv", caption="../report/summarization.rst",
                    category="Summarization"),

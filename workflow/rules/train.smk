@@ -10,7 +10,7 @@ rule train:
         vocab=VOCAB,
         shards=module_dirs(DATA, TRAIN_SPLITS, GRID["modules"]),
         heldout=module_dirs(DATA, [INTERPOLATE], GRID["modules"]),  # the learning curve's sample
-        code=code_files("train"),
+        code=code_digest("train"),
     output:
         model="models/{model}-s{seed}/model.pt",
         metrics="models/{model}-s{seed}/train_metrics.json",

@@ -12,7 +12,7 @@ TV_RUNS = [f"{model}-s{seed}" for model in TV_MODELS for seed in TV["seeds"]]
 
 rule two_variable_data:
     input:
-        code=code_files("two-variable-data"),
+        code=code_digest("two-variable-data"),
     output:
         train=directory(f"{TV_DATA}/train"),
         test=directory(f"{TV_DATA}/test"),
@@ -36,7 +36,7 @@ rule two_variable_train:
         vocab=rules.two_variable_data.output.vocab,
         train=rules.two_variable_data.output.train,
         heldout=rules.two_variable_data.output.test,  # the learning curve's sample
-        code=code_files("two-variable-train"),
+        code=code_digest("two-variable-train"),
     output:
         model="two_variable/models/{model}-s{seed}/model.pt",
         metrics="two_variable/models/{model}-s{seed}/train_metrics.json",
@@ -66,7 +66,7 @@ rule two_variable_evaluate:
         model="two_variable/models/{run}/model.pt",
         metrics="two_variable/models/{run}/train_metrics.json",
         test=rules.two_variable_data.output.test,
-        code=code_files("two-variable-evaluate"),
+        code=code_digest("two-variable-evaluate"),
     output:
         "two_variable/eval/{run}.csv",
     params:
@@ -88,7 +88,7 @@ rule two_variable_tables:
         evals=expand("two_variable/eval/{run}.csv", run=TV_RUNS),
         metrics=expand("two_variable/models/{run}/train_metrics.json", run=TV_RUNS),
         curves=expand("two_variable/models/{run}/learning_curve.csv", run=TV_RUNS),
-        code=code_files("two-variable-tables"),
+        code=code_digest("two-variable-tables"),
     output:
         csv=report("results/tables/two_variable_types.csv", caption="../report/two_variable.rst",
                    category="Two-variable arithmetic"),

@@ -32,7 +32,8 @@ class Stage:
     arguments: Callable[[argparse.ArgumentParser], None]  # adds the stage's options
     run: Runner  # does the work (imports heavy modules lazily); returns an exit status or None
     # Source files and folders (relative to src/tprepro/) whose edits change this stage's outputs:
-    # Snakemake takes their files as inputs and dvc.yaml lists them as deps (a test keeps them equal).
+    # Snakemake takes them as one input, a digest file per stage (workflow.code_digest), and dvc.yaml
+    # lists them as deps (a test keeps them equal).
     code: tuple[str, ...] = ()
     # Data-parallel training: the number of processes this invocation asks for (params-dependent);
     # with more than one, the CLI relaunches the same argv as that many workers.

@@ -1,0 +1,37 @@
+"""workflow.code_digest: one input file per stage that changes exactly when the stage's code does."""
+
+import os
+import shutil
+import time
+
+from helpers import REPO
+from tprepro.experiments import code_files
+from tprepro.workflow import code_digest
+
+
+def test_the_digest_changes_with_the_code_and_only_then(tmp_path):
+    root = tmp_path / "tprepro"
+    shutil.copytree(REPO / "src" / "tprepro", root, ignore=shutil.ignore_patterns("__pycache__"))
+    folder = tmp_path / "digests"
+    sources = code_files("vocab", str(root))
+
+    digest = code_digest("vocab", str(root), folder)  # missing: the newest source file's mtime
+    newest = max(os.stat(path).st_mtime_ns for path in sources)
+    assert os.stat(digest).st_mtime_ns == newest
+    listing = open(digest, encoding="utf-8").read().splitlines()
+    assert [line.split("  ", 1)[1] for line in listing] == sources
+
+    old = time.time() - 600
+    os.utime(digest, (old, old))
+    os.utime(sources[0])  # touched, not edited: nothing changes
+    assert code_digest("vocab", str(root), folder) == digest and os.stat(digest).st_mtime == old
+
+    with open(sources[-1], "a", encoding="utf-8") as handle:
+        handle.write("# an edit\n")
+    code_digest("vocab", str(root), folder)
+    assert os.stat(digest).st_mtime > old + 300  # rewritten now: the stage's outputs are older
+    assert open(digest, encoding="utf-8").read().splitlines() != listing
+
+    os.remove(digest)  # a deleted .snakemake: recreated without making outputs look stale
+    code_digest("vocab", str(root), folder)
+    assert os.stat(digest).st_mtime_ns == max(os.stat(path).st_mtime_ns for path in sources)
