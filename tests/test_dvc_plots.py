@@ -1,6 +1,7 @@
-"""`dvc plots show` draws what the files hold: accuracy on the quantitative axis of the bar charts,
-the learning curves as held-out exact match over steps, with every row of data in the spec; and
-its page renders offline (headless Chromium with every host unresolvable draws SVG marks)."""
+"""`dvc plots show` draws what the files hold (the project's templates in .dvc/plots/): accuracy
+from 0 to 100% per module, one panel per split and one bar per model, so rows sharing a module never
+stack; learning curves as held-out exact match over steps; each run's charts titled with the run;
+and its page renders offline (headless Chromium with every host unresolvable draws SVG marks)."""
 
 import json
 import re
@@ -17,8 +18,10 @@ def plots_project(tmp_path):
     """A copy of the project holding one model's evaluation and learning curve (no pipeline run)."""
     root = copy_project(tmp_path / "repo")
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)
-    evaluation = pd.DataFrame({"model": "transformer", "seed": 1, "module": ["numbers__place_value", "comparison__pair"],
-                               "split": "interpolate", "n": 10, "correct": [5, 9], "accuracy": [0.5, 0.9]})
+    evaluation = pd.DataFrame({"model": "transformer", "seed": 1, "module": ["numbers__place_value", "comparison__pair",
+                                                                             "comparison__pair"],
+                               "split": ["interpolate", "interpolate", "train"], "n": 10, "correct": [5, 9, 8],
+                               "accuracy": [0.5, 0.9, 0.8]})
     for path in ("results/eval/transformer-s1.csv", "results/tables/mathematics_modules.csv"):
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         evaluation.to_csv(root / path, index=False)
@@ -42,16 +45,34 @@ def test_dvc_plots_have_data_on_the_right_axes(tmp_path):
 
     for path in ("results/eval/transformer-s1.csv", "results/tables/mathematics_modules.csv"):
         bars = spec(path)
-        x, y = bars["encoding"]["x"], bars["encoding"]["y"]
+        encoding = bars["encoding"]
+        x, y = encoding["x"], encoding["y"]
         assert (x["field"], x["type"], y["field"], y["type"]) == ("accuracy", "quantitative", "module", "nominal"), path
-        assert [float(row["accuracy"]) for row in bars["data"]["values"]] == [0.5, 0.9], path
-        assert bars["title"]["text"], path
+        assert x["scale"]["domain"] == [0, 1], path  # 100% at most: no stacked bars
+        assert encoding["row"]["field"] == "split" and encoding["yOffset"]["field"] == "series", path
+        assert [float(row["accuracy"]) for row in bars["data"]["values"]] == [0.5, 0.9, 0.8], path
+    assert spec("results/eval/transformer-s1.csv")["title"]["text"].startswith("transformer seed 1,")
+    assert "pooled over seeds" in spec("results/tables/mathematics_modules.csv")["title"]["text"]
     lines = spec("models/transformer-s1/learning_curve.csv")
-    assert lines["encoding"]["x"]["field"] == "step"
-    y_fields = {layer["encoding"]["y"]["field"] for layer in lines["layer"] if "y" in layer.get("encoding", {})}
-    assert y_fields == {"heldout_exact_match"}
+    assert lines["title"]["text"].startswith("transformer seed 1,")
+    assert (lines["encoding"]["x"]["field"], lines["encoding"]["y"]["field"]) == ("step", "heldout_exact_match")
+    assert lines["encoding"]["y"]["scale"]["domain"] == [0, 1]  # a curve at 0.14 keeps its ticks
     assert [float(row["heldout_exact_match"]) for row in lines["data"]["values"]] == [0.1, 0.3, 0.5]
 
+
+def test_every_plot_uses_a_project_template_and_names_its_axes():
+    """The templates dvc.yaml names exist in .dvc/plots/, and every plot says what its y axis is."""
+    import yaml
+
+    from helpers import REPO
+
+    document = yaml.safe_load((REPO / "dvc.yaml").read_text())
+    plots = [plot for entry in document["stages"].values() for plot in entry.get("do", entry).get("plots", [])]
+    plots += document["plots"]
+    for plot in plots:
+        ((path, props),) = plot.items()
+        assert (REPO / ".dvc" / "plots" / f"{props['template']}.json").is_file(), path
+        assert props["y_label"] and props["title"], path
 
 @pytest.mark.slow  # dvc and Chromium subprocesses
 def test_dvc_plots_page_draws_its_charts_offline(tmp_path):
@@ -66,5 +87,5 @@ def test_dvc_plots_page_draws_its_charts_offline(tmp_path):
     charts = re.findall(r'<svg[^>]*class="marks".*?</svg>', dom, flags=re.S)
     marks = sorted(len(re.findall(r'role="graphics-symbol"', chart)) for chart in charts)
     # the plots of the runs not written here are empty; the three written are drawn: two bar
-    # charts of 2 bars and the learning curve (its line, and the points the template adds)
+    # charts of 3 bars (two panels) and the learning curve (its line and its points)
     assert len([count for count in marks if count >= 2]) == 3, marks
