@@ -77,6 +77,32 @@ def test_dvc_stages_depend_on_the_code_the_stage_registry_names():
         assert code_files(command.name, root=str(REPO / "src/tprepro")), name
 
 
+def normalised(keys):
+    """Params keys with every placeholder ({model}, ${item.model}, ${key}) written as {}."""
+    return [re.sub(r"\$?\{[^}]*\}", "{}", key) for key in keys]
+
+
+def test_params_keys_are_declared_once_in_the_stage_registry():
+    """dvc.yaml's params lists are the registry's Stage.params, which the rules take too."""
+    import yaml
+
+    from tprepro.experiments import stage
+
+    for name, entry in yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"].items():
+        body = entry.get("do", entry)
+        assert normalised(body.get("params", [])) == normalised(stage(body["cmd"].split()[1]).params), name
+
+
+def test_every_rule_takes_its_stage_params_from_the_registry():
+    from tprepro.experiments import stage
+
+    rules = "".join(path.read_text() for path in sorted((REPO / "workflow" / "rules").glob("*.smk")))
+    for block in re.split(r"^rule ", rules, flags=re.M)[1:]:
+        command = re.search(r'"tprepro ([\w-]+)', block)
+        if command and stage(command.group(1)).params:
+            assert f'**settings("{command.group(1)}", P)' in block, block.splitlines()[0]
+
+
 def test_editing_a_model_file_reruns_training_evaluation_and_tables_only(project):
     """Each rule takes its stage's code as one digest file: an edited model file reruns
     train/evaluate/tables, not data; the job listing names the digest, not the source files."""

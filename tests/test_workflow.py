@@ -35,3 +35,22 @@ def test_the_digest_changes_with_the_code_and_only_then(tmp_path):
     os.remove(digest)  # a deleted .snakemake: recreated without making outputs look stale
     code_digest("vocab", str(root), folder)
     assert os.stat(digest).st_mtime_ns == max(os.stat(path).st_mtime_ns for path in sources)
+
+
+def test_settings_give_a_rule_the_values_of_its_stage_params_keys():
+    import pytest
+    from snakemake.iocontainers import Wildcards
+
+    from tprepro.errors import TpreproError
+    from tprepro.workflow import settings
+
+    params = {"n2f": {"algolisp": {"models": {"tp_n2f": {"d": 8}}, "train": {"steps": 3}}, "train": {"lr": 1}},
+              "train": {"steps": 9, "lr": 2}}
+    entries = settings("n2f-train", params)
+    assert list(entries) == ["n2f_task_models_model", "n2f_task_train", "n2f_train", "train"]
+    assert entries["n2f_train"] == {"lr": 1} and entries["train"] == params["train"]
+    job = Wildcards(fromdict={"task": "algolisp", "model": "tp_n2f", "seed": "1"})
+    assert entries["n2f_task_models_model"](job) == {"d": 8}
+    assert entries["n2f_task_train"](job) == {"steps": 3}
+    with pytest.raises(TpreproError, match="n2f.mathqa.train"):
+        entries["n2f_task_train"](Wildcards(fromdict={"task": "mathqa", "model": "tp_n2f"}))

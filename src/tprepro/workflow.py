@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
+
+from tprepro.errors import TpreproError
 
 _OWNED_ENV = "TPREPRO_MLFLOW_PARENT_OWNED"  # set when this invocation opened the parent runs
 
@@ -38,6 +41,36 @@ def code_digest(stage: str, root: str = "src/tprepro", folder: Path = CODE_DIGES
         newest = max(os.stat(path).st_mtime_ns for path in files)
         os.utime(target, ns=(newest, newest))
     return str(target)
+
+
+def setting(params: dict, key: str):
+    """The value of dotted params `key` (e.g. "n2f.algolisp.train")."""
+    value = params
+    for part in key.split("."):
+        if not isinstance(value, dict) or part not in value:
+            raise TpreproError(f"params: no key {key!r} (a stage's params in tprepro.experiments names it)")
+        value = value[part]
+    return value
+
+
+def settings(stage: str, params: dict) -> dict:
+    """A rule's `params:` entries for stage `stage`'s params keys (Stage.params), so Snakemake reruns
+    the rule when one of their values changes, as DVC does. A key with `{wildcards}` becomes a
+    function of the job's wildcards; the entry's name is the key in underscores (models_model)."""
+    from tprepro.experiments import stage as registered
+
+    entries = {}
+    for key in registered(stage).params:
+        name = re.sub(r"\W", "_", key.replace("{", "").replace("}", ""))
+        if name in entries:
+            raise TpreproError(f"stage {stage}: params keys {key!r} and another both map to params.{name}")
+        entries[name] = _per_job(params, key) if "{" in key else setting(params, key)
+    return entries
+
+
+def _per_job(params: dict, key: str):
+    """A params function of the job's wildcards: the value of `key` with them filled in."""
+    return lambda wildcards: setting(params, key.format(**dict(wildcards.items())))
 
 
 def module_dirs(data: str, splits, modules) -> list[str]:

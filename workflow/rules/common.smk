@@ -3,7 +3,7 @@
 # YAML) overrides those settings, validated like the file (tprepro.params.snakemake_params).
 from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE, TRAIN_SPLITS
 from tprepro.params import snakemake_params
-from tprepro.workflow import cluster_resources, code_digest, module_dirs, parent
+from tprepro.workflow import cluster_resources, code_digest, module_dirs, parent, settings
 
 PARAMS_FILE, P = snakemake_params(config)  # stops here, naming the key, if the settings are invalid
 GRID = P["grid"]

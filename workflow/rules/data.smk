@@ -7,7 +7,7 @@ rule data:
     output:
         directory(f"{DATA}/{{split}}/{{module}}"),
     params:
-        settings=P["data"],
+        **settings("data", P),
     log:
         "logs/data/{split}/{module}.log",
     threads: 1
@@ -27,7 +27,7 @@ rule vocab:
     output:
         VOCAB,
     params:
-        settings=P["vocab"],
+        **settings("vocab", P),
         train=TRAIN_DIRS,
     log:
         "logs/vocab.log",

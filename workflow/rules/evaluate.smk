@@ -12,7 +12,7 @@ rule evaluate:
     output:
         "results/eval/{model}-s{seed}.csv",
     params:
-        settings=P["evaluate"],
+        **settings("evaluate", P),
         model_dir=lambda wildcards, input: parent(input.model),
         train_dirs=TRAIN_DIRS,
         interpolate=lambda wildcards, input: parent(input.interpolate[0]),

@@ -18,8 +18,7 @@ rule interpret_mathematics:
         report(directory(f"{INTERPRET_DIR}/mathematics/{{run}}"), patterns=["{name}.png"],
                caption="../report/interpret_mathematics.rst", category="Interpretation"),
     params:
-        settings={k: INTERPRET[k] for k in ("seed", "module", "examples", "attention", "role_clusters",
-                                            "head_reconstruction", "one_hotness")},
+        **settings("interpret-mathematics", P),
         model_dir=lambda wildcards, input: parent(input.model),
         interpolate=lambda wildcards, input: parent(input.data),
     log:
@@ -44,7 +43,7 @@ rule interpret_reconstruction:
         png=report(f"{INTERPRET_DIR}/head_reconstruction.png", caption="../report/head_reconstruction.rst",
                    category="Interpretation"),
     params:
-        grid=GRID,
+        **settings("interpret-reconstruction", P),
         interpret_dir=lambda wildcards, input: parent(input[0]),
     log:
         "logs/interpret/head_reconstruction.log",
@@ -68,7 +67,7 @@ rule interpret_two_variable:
         report(directory(f"{INTERPRET_DIR}/two_variable/{{run}}"), patterns=["{name}.png"],
                caption="../report/interpret_two_variable.rst", category="Interpretation"),
     params:
-        settings={k: INTERPRET[k] for k in ("seed", "examples", "attention", "ponder")},
+        **settings("interpret-two-variable", P),
         model_dir=lambda wildcards, input: parent(input.model),
     log:
         "logs/interpret/two_variable/{run}.log",
@@ -92,7 +91,7 @@ rule interpret_n2f:
         report(directory(f"{INTERPRET_DIR}/n2f/{{task}}"), patterns=["{name}.png"],
                caption="../report/interpret_n2f.rst", category="Interpretation"),
     params:
-        settings={k: INTERPRET[k] for k in ("seed", "unbinding")},
+        **settings("interpret-n2f", P),
         model_dir=lambda wildcards, input: parent(input.model),
     log:
         "logs/interpret/n2f/{task}.log",

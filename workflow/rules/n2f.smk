@@ -23,8 +23,7 @@ rule n2f_data:
         test=directory("data/n2f/{task}/test"),
         vocab="data/n2f/{task}/vocab.json",
     params:
-        settings=lambda wildcards: N2F[wildcards.task]["data"],
-        vocab=P["vocab"],
+        **settings("n2f-data", P),
     log:
         "logs/n2f/{task}/data.log",
     resources:
@@ -44,7 +43,7 @@ rule n2f_quality:
     output:
         "results/n2f/{task}_quality.json",
     params:
-        task=lambda wildcards: {key: N2F[wildcards.task][key] for key in ("evaluate", "data")},
+        **settings("n2f-quality", P),
     log:
         "logs/n2f/{task}/quality.log",
     resources:
@@ -65,8 +64,7 @@ rule n2f_train:
         model="n2f/models/{task}/{model}-s{seed}/model.pt",
         metrics="n2f/models/{task}/{model}-s{seed}/train_metrics.json",
     params:
-        model=lambda wildcards: N2F[wildcards.task]["models"][wildcards.model],
-        train=lambda wildcards: n2f_train(P, wildcards.task),
+        **settings("n2f-train", P),
         out="n2f/models/{task}/{model}-s{seed}",
         checkpoints="n2f/checkpoints/{task}/{model}-s{seed}",
     log:
@@ -92,8 +90,7 @@ rule n2f_evaluate:
     output:
         "n2f/eval/{task}/{run}.csv",
     params:
-        settings=N2F["evaluate"],
-        task=lambda wildcards: {key: N2F[wildcards.task][key] for key in ("evaluate", "data")},
+        **settings("n2f-evaluate", P),
         model_dir=lambda wildcards, input: parent(input.model),
     log:
         "logs/n2f/{task}/evaluate/{run}.log",
@@ -118,9 +115,7 @@ rule n2f_tables:
         html=report("results/tables/{task}.html", caption="../report/n2f.rst", category="TP-N2F"),
         metrics="results/{task}_metrics.json",
     params:
-        models=N2F_MODELS,
-        seeds=N2F["seeds"],
-        train=lambda wildcards: n2f_train(P, wildcards.task),  # the caption's budget
+        **settings("n2f-tables", P),
     log:
         "logs/n2f/{task}/tables.log",
     resources:

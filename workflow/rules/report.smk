@@ -21,10 +21,7 @@ rule tables:
                       category="Mathematics Dataset"),
         metrics="results/metrics.json",
     params:
-        settings=P["report"],
-        grid=GRID,
-        budget={"steps": P["train"]["steps"], "batch_size": P["train"]["batch_size"],  # the caption's budget
-                "test_per_module": P["data"]["test_per_module"]},
+        **settings("tables", P),
     log:
         "logs/tables.log",
     resources:

@@ -16,7 +16,7 @@ rule summarization_corpus:
     output:
         directory(f"{SUM_DATA}/corpus"),
     params:
-        corpus=SUM["corpus"],
+        **settings("summarization-corpus", P),
     log:
         "logs/summarization/corpus.log",
     resources:
@@ -36,10 +36,7 @@ rule summarization_data:
     wildcard_constraints:
         dataset="|".join(SUM_DATASETS),
     params:
-        release=lambda wildcards: SUM["datasets"][wildcards.dataset],
-        corpus=SUM["corpus"],
-        data=SUM["data"],
-        seed=SUM["seed"],
+        **settings("summarization-data", P),
     log:
         "logs/summarization/data/{dataset}.log",
     resources:
@@ -59,10 +56,7 @@ rule summarization_train:
         model="summarization/models/{dataset}/{model}/model.pt",
         metrics="summarization/models/{dataset}/{model}/train_metrics.json",
     params:
-        model=lambda wildcards: SUM["models"][wildcards.model],
-        train=SUM_TRAIN,
-        data=SUM["data"],
-        seed=SUM["seed"],
+        **settings("summarization-train", P),
         out="summarization/models/{dataset}/{model}",
         checkpoints="summarization/checkpoints/{dataset}/{model}",
     log:
@@ -87,7 +81,7 @@ rule summarization_evaluate:
     output:
         "summarization/eval/{dataset}/{model}.json",
     params:
-        settings=SUM["evaluate"],
+        **settings("summarization-evaluate", P),
         model_dir=lambda wildcards, input: parent(input.model),
     log:
         "logs/summarization/evaluate/{dataset}/{model}.log",
@@ -112,9 +106,7 @@ rule summarization_tables:
                     category="Summarization"),
         metrics="results/summarization_metrics.json",
     params:
-        models=SUM_MODELS,
-        datasets=SUM_DATASETS,
-        report=SUM["report"],
+        **settings("summarization-tables", P),
     log:
         "logs/summarization/tables.log",
     resources:

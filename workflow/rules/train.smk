@@ -16,11 +16,9 @@ rule train:
         metrics="models/{model}-s{seed}/train_metrics.json",
         curve="models/{model}-s{seed}/learning_curve.csv",
     params:
-        model=lambda wildcards: P["models"][wildcards.model],  # editing another model reruns not this one
-        train=P["train"],
+        **settings("train", P),  # models.{model}: editing another model reruns not this one
         train_dirs=TRAIN_DIRS,
         heldout=lambda wildcards, input: parent(input.heldout[0]),
-        evaluate=P["evaluate"],  # decoding settings of the learning curve
         out="models/{model}-s{seed}",
         checkpoints="checkpoints/{model}-s{seed}",
     log:

@@ -18,8 +18,7 @@ rule two_variable_data:
         test=directory(f"{TV_DATA}/test"),
         vocab=f"{TV_DATA}/vocab.json",
     params:
-        settings=TV["data"],
-        vocab=P["vocab"],
+        **settings("two-variable-data", P),
         out=lambda wildcards, output: parent(output.vocab),
     log:
         "logs/two_variable/data.log",
@@ -42,9 +41,7 @@ rule two_variable_train:
         metrics="two_variable/models/{model}-s{seed}/train_metrics.json",
         curve="two_variable/models/{model}-s{seed}/learning_curve.csv",
     params:
-        model=lambda wildcards: TV["models"][wildcards.model],
-        train=TV_TRAIN,
-        evaluate=P["evaluate"],  # decoding settings of the learning curve
+        **settings("two-variable-train", P),
         out="two_variable/models/{model}-s{seed}",
         checkpoints="two_variable/checkpoints/{model}-s{seed}",
     log:
@@ -70,7 +67,7 @@ rule two_variable_evaluate:
     output:
         "two_variable/eval/{run}.csv",
     params:
-        settings=P["evaluate"],
+        **settings("two-variable-evaluate", P),
         model_dir=lambda wildcards, input: parent(input.model),
     log:
         "logs/two_variable/evaluate/{run}.log",
@@ -99,9 +96,7 @@ rule two_variable_tables:
                       caption="../report/two_variable_curves.rst", category="Two-variable arithmetic"),
         metrics="results/two_variable_metrics.json",
     params:
-        models=TV_MODELS,
-        seeds=TV["seeds"],
-        budget={"train": TV_TRAIN, "size": TV["data"]["size"]},  # the caption's budget
+        **settings("two-variable-tables", P),
     log:
         "logs/two_variable/tables.log",
     resources:

@@ -35,6 +35,10 @@ class Stage:
     # Snakemake takes them as one input, a digest file per stage (workflow.code_digest), and dvc.yaml
     # lists them as deps (a test keeps them equal).
     code: tuple[str, ...] = ()
+    # Params keys whose values decide this stage's outputs: a change reruns it. `{name}` is a rule
+    # wildcard (DVC's ${item.name}). The rules take them as params (workflow.settings) and dvc.yaml
+    # lists them (a test keeps them equal).
+    params: tuple[str, ...] = ()
     # Data-parallel training: the number of processes this invocation asks for (params-dependent);
     # with more than one, the CLI relaunches the same argv as that many workers.
     processes: Callable[[argparse.Namespace], int] | None = None

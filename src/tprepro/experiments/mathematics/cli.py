@@ -129,40 +129,48 @@ EXPERIMENT = Experiment(
               "tprepro data --split train-easy --module arithmetic__add_or_sub "
               "--out data/mathematics/train-easy/arithmetic__add_or_sub", _data_arguments, _data,
               code=(*COMMON, "experiments/mathematics/data_stage.py", "experiments/mathematics/generate.py",
-                    "experiments/mathematics/release.py", "experiments/mathematics/modules.py", "data/shards.py")),
+                    "experiments/mathematics/release.py", "experiments/mathematics/modules.py", "data/shards.py"),
+              params=("data",)),
         Stage("vocab", "build the character vocabulary from the training shards",
               f"tprepro vocab --train {TRAIN_DIRS} --out data/vocab.json", _vocab_arguments, _vocab,
               code=(*COMMON, "experiments/mathematics/stages.py", "experiments/mathematics/modules.py",
-                    "data/shards.py", "data/vocab.py")),
+                    "data/shards.py", "data/vocab.py"),
+              params=("vocab", "grid.modules")),
         Stage("train", "train one model (resumes from its last checkpoint)",
               f"tprepro train --model tp_transformer --seed 1 --train {TRAIN_DIRS} --vocab data/vocab.json "
               "--out models/tp_transformer-s1 --checkpoints checkpoints/tp_transformer-s1 "
               "--heldout data/mathematics/interpolate",
               _train_arguments, _train, processes=_train_processes,
-              code=(*TRAINING, "experiments/mathematics/stages.py", "experiments/mathematics/modules.py")),
+              code=(*TRAINING, "experiments/mathematics/stages.py", "experiments/mathematics/modules.py"),
+              params=("models.{model}", "train", "evaluate", "grid.modules")),
         Stage("evaluate", "per-module accuracy on interpolate, extrapolate and a train sample",
               "tprepro evaluate --model-dir models/tp_transformer-s1 --interpolate data/mathematics/interpolate "
               f"--extrapolate data/mathematics/extrapolate --train {TRAIN_DIRS} "
               "--out results/eval/tp_transformer-s1.csv", _evaluate_arguments, _evaluate,
-              code=(*EVALUATION, "experiments/mathematics/stages.py", "experiments/mathematics/modules.py")),
+              code=(*EVALUATION, "experiments/mathematics/stages.py", "experiments/mathematics/modules.py"),
+              params=("evaluate", "grid.modules", "grid.extrapolation_modules")),
         Stage("tables", "assemble Table 1, the per-module table and figure",
               "tprepro tables --eval-dir results/eval --models-dir models --table-csv results/tables/table1.csv "
               "--table-md results/tables/table1.md --table-html results/tables/table1.html --metrics "
               "results/metrics.json --modules-csv "
               "results/tables/mathematics_modules.csv --figure results/figures/mathematics_modules.png "
               "--curves results/figures/learning_curves.png", _tables_arguments, _tables,
-              code=(*PUBLISHING, "experiments/mathematics/stages.py", "experiments/mathematics/figures.py")),
+              code=(*PUBLISHING, "experiments/mathematics/stages.py", "experiments/mathematics/figures.py"),
+              params=("report", "grid", "train.steps", "train.batch_size", "data.test_per_module")),
         Stage("interpret-mathematics", "attention maps, role clusters, head reconstruction and role one-hotness "
               "of one trained model (those its architecture has)",
               "tprepro interpret-mathematics --model-dir models/tp_transformer-s1 --interpolate "
               "data/mathematics/interpolate --out results/interpret/mathematics/tp_transformer-s1",
               _interpret_arguments, _interpret,
-              code=(*INTERPRETING, "experiments/mathematics/modules.py", "experiments/mathematics/interpret.py")),
+              code=(*INTERPRETING, "experiments/mathematics/modules.py", "experiments/mathematics/interpret.py"),
+              params=("interpret.seed", "interpret.module", "interpret.examples", "interpret.attention",
+                      "interpret.role_clusters", "interpret.head_reconstruction", "interpret.one_hotness")),
         Stage("interpret-reconstruction", "the head-reconstruction MSE table and bar chart over the grid's runs",
               "tprepro interpret-reconstruction --interpret-dir results/interpret/mathematics --models-dir models "
               "--csv results/interpret/head_reconstruction.csv --md results/interpret/head_reconstruction.md "
               "--figure results/interpret/head_reconstruction.png", _reconstruction_arguments, _reconstruction,
-              code=(*PUBLISHING, "interpret", "experiments/mathematics/interpret.py")),
+              code=(*PUBLISHING, "interpret", "experiments/mathematics/interpret.py"),
+              params=("grid",)),
     ),
     models=lambda params: {"models": list(params["grid"]["models"])},
     check=check_mathematics,

@@ -80,33 +80,39 @@ EXPERIMENT = Experiment(
     stages=(
         Stage("n2f-data", "load or generate an N2F task's train/ and test/ sets and vocabularies",
               "tprepro n2f-data --task algolisp --out data/n2f/algolisp", _with_task(_data_arguments), _data,
-              code=(*COMMON, "experiments/n2f", "data/shards.py")),
+              code=(*COMMON, "experiments/n2f", "data/shards.py"),
+              params=("n2f.{task}.data", "vocab")),
         Stage("n2f-quality", "how often the gold programs succeed, per split",
               "tprepro n2f-quality --task algolisp --data data/n2f/algolisp --out results/n2f/algolisp_quality.json",
               _with_task(_quality_arguments), _quality,
-              code=(*COMMON, "experiments/n2f", "data/shards.py", "tracking.py")),
+              code=(*COMMON, "experiments/n2f", "data/shards.py", "tracking.py"),
+              params=("n2f.{task}.data", "n2f.{task}.evaluate")),
         Stage("n2f-train", "train one N2F model (resumes from its last checkpoint)",
               "tprepro n2f-train --task algolisp --model tp_n2f --seed 1 --train data/n2f/algolisp/train "
               "--vocab data/n2f/algolisp/vocab.json --out n2f/models/algolisp/tp_n2f-s1 "
               "--checkpoints n2f/checkpoints/algolisp/tp_n2f-s1",
               _with_task(lambda p: train_arguments(p, "n2f.models", seeds="n2f.seeds")), _train,
-              processes=_train_processes, code=(*TRAINING, "experiments/n2f")),
+              processes=_train_processes, code=(*TRAINING, "experiments/n2f"),
+              params=("n2f.{task}.models.{model}", "n2f.{task}.train", "n2f.train", "train")),
         Stage("n2f-evaluate", "greedy programs on the test split, scored the task's way",
               "tprepro n2f-evaluate --task algolisp --model-dir n2f/models/algolisp/tp_n2f-s1 "
               "--test data/n2f/algolisp/test --out n2f/eval/algolisp/tp_n2f-s1.csv",
               _with_task(lambda p: test_arguments(p, "per-metric CSV")), _evaluate,
-              code=(*EVALUATION, "experiments/n2f")),
+              code=(*EVALUATION, "experiments/n2f"),
+              params=("n2f.evaluate", "n2f.{task}.evaluate", "n2f.{task}.data")),
         Stage("n2f-tables", "the task's table (MathQA: Table 1, AlgoLisp: Table 2)",
               "tprepro n2f-tables --task algolisp --eval-dir n2f/eval/algolisp --models-dir n2f/models/algolisp "
               "--table-csv results/tables/algolisp.csv --table-md results/tables/algolisp.md --table-html "
               "results/tables/algolisp.html "
               "--metrics results/algolisp_metrics.json",
-              _with_task(table_arguments), _tables, code=(*PUBLISHING, "experiments/n2f")),
+              _with_task(table_arguments), _tables, code=(*PUBLISHING, "experiments/n2f"),
+              params=("n2f.seeds", "n2f.train", "n2f.{task}.train", "train.steps", "train.batch_size", "n2f.models")),
         Stage("interpret-n2f", "cluster the TP-N2F decoder's relation unbinding vectors",
               "tprepro interpret-n2f --task algolisp --model-dir n2f/models/algolisp/tp_n2f-s1 "
               "--test data/n2f/algolisp/test --out results/interpret/n2f/algolisp",
               _with_task(lambda p: test_arguments(p, "output directory (replaced only when complete)")), _interpret,
-              code=(*INTERPRETING, "experiments/n2f")),
+              code=(*INTERPRETING, "experiments/n2f"),
+              params=("interpret.seed", "interpret.unbinding")),
     ),
     models=lambda params: {f"n2f.{task}.models": list(params["n2f"]["models"]) for task in params["n2f"]["tasks"]},
     codecs=(CODEC,),

@@ -80,25 +80,32 @@ EXPERIMENT = Experiment(
     stages=(
         Stage("summarization-corpus", "write the CI corpus (stdlib docstrings) in every release format",
               "tprepro summarization-corpus --out data/summarization/corpus", _corpus_arguments, _corpus,
-              code=(*COMMON, f"{S}/__init__.py", f"{S}/corpus.py", f"{S}/stages.py")),
+              code=(*COMMON, f"{S}/__init__.py", f"{S}/corpus.py", f"{S}/stages.py"),
+              params=("summarization.corpus",)),
         Stage("summarization-data", "load one dataset's release into shards and train its subword model",
               "tprepro summarization-data --dataset xsum --corpus data/summarization/corpus "
-              "--out data/summarization/xsum", _data_arguments, _data, code=(*COMMON, *DATA_CODE)),
+              "--out data/summarization/xsum", _data_arguments, _data, code=(*COMMON, *DATA_CODE),
+              params=("summarization.datasets.{dataset}", "summarization.corpus", "summarization.data",
+                      "summarization.seed")),
         Stage("summarization-train", "train one summarization model (resumes from its checkpoint)",
               "tprepro summarization-train --dataset xsum --model tpt_d --data data/summarization/xsum "
               "--out summarization/models/xsum/tpt_d --checkpoints summarization/checkpoints/xsum/tpt_d",
-              _train_arguments, _train, code=(*TRAINING, f"{S}/tokenizer.py", f"{S}/settings.py", f"{S}/stages.py")),
+              _train_arguments, _train, code=(*TRAINING, f"{S}/tokenizer.py", f"{S}/settings.py", f"{S}/stages.py"),
+              params=("summarization.models.{model}", "summarization.train", "summarization.data",
+                      "summarization.seed", "train")),
         Stage("summarization-evaluate", "beam-search the test split and score it with ROUGE",
               "tprepro summarization-evaluate --dataset xsum --model-dir summarization/models/xsum/tpt_d "
               "--data data/summarization/xsum --out summarization/eval/xsum/tpt_d.json", _evaluate_arguments,
               _evaluate, code=(*EVALUATION, f"{S}/tokenizer.py", f"{S}/decoding.py", f"{S}/scoring.py",
-                               f"{S}/settings.py", f"{S}/stages.py")),
+                               f"{S}/settings.py", f"{S}/stages.py"),
+              params=("summarization.evaluate",)),
         Stage("summarization-tables", "the summarization table and report",
               "tprepro summarization-tables --eval-dir summarization/eval --table-csv "
               "results/tables/summarization.csv --table-md results/tables/summarization.md --table-html "
               "results/tables/summarization.html --metrics results/summarization_metrics.json",
               _tables_arguments, _tables,
-              code=(*PUBLISHING, f"{S}/table.py", f"{S}/stages.py")),
+              code=(*PUBLISHING, f"{S}/table.py", f"{S}/stages.py"),
+              params=("summarization.models", "summarization.datasets", "summarization.report")),
     ),
     models=lambda params: {"summarization.models": list(params["summarization"]["models"])},
     codecs=(CODEC,),

@@ -54,17 +54,20 @@ EXPERIMENT = Experiment(
               "tprepro two-variable-data --out data/two_variable --vocab data/two_variable/vocab.json",
               _data_arguments, _data,
               code=(*COMMON, "experiments/two_variable/data.py", "experiments/two_variable/stages.py",
-                    "data/shards.py", "data/vocab.py")),
+                    "data/shards.py", "data/vocab.py"),
+              params=("two_variable.data", "vocab")),
         Stage("two-variable-train", "train one model of the two-variable experiment",
               "tprepro two-variable-train --model ut --seed 1 --train data/two_variable/train "
               "--vocab data/two_variable/vocab.json --out two_variable/models/ut-s1 "
               "--checkpoints two_variable/checkpoints/ut-s1 --heldout data/two_variable/test",
               lambda p: train_arguments(p, "two_variable.models", heldout=True, seeds="two_variable.seeds"), _train,
-              code=(*TRAINING, "experiments/two_variable/stages.py")),
+              code=(*TRAINING, "experiments/two_variable/stages.py"),
+              params=("two_variable.models.{model}", "two_variable.train", "train", "evaluate")),
         Stage("two-variable-evaluate", "test accuracy per expression type",
               "tprepro two-variable-evaluate --model-dir two_variable/models/ut-s1 --test data/two_variable/test "
               "--out two_variable/eval/ut-s1.csv", lambda p: test_arguments(p, "per-type CSV"), _evaluate,
-              code=(*EVALUATION, "experiments/two_variable/stages.py", "experiments/two_variable/data.py")),
+              code=(*EVALUATION, "experiments/two_variable/stages.py", "experiments/two_variable/data.py"),
+              params=("evaluate",)),
         Stage("two-variable-tables", "the per-type table (Wangperawong, Table 3)",
               "tprepro two-variable-tables --eval-dir two_variable/eval --models-dir two_variable/models --table-csv "
               "results/tables/two_variable_types.csv --table-md results/tables/two_variable_types.md --table-html "
@@ -72,12 +75,15 @@ EXPERIMENT = Experiment(
               "--curves results/figures/two_variable_learning_curves.png --metrics results/two_variable_metrics.json",
               lambda p: table_arguments(p, curves="the learning-curve figure (PNG)"), _tables,
               code=(*PUBLISHING, "experiments/two_variable/stages.py", "experiments/two_variable/table.py",
-                    "experiments/two_variable/data.py")),
+                    "experiments/two_variable/data.py"),
+              params=("two_variable.models", "two_variable.seeds", "two_variable.train", "two_variable.data.size",
+                      "train")),
         Stage("interpret-two-variable", "attention maps (and ponder maps of an adaptive model) of one model",
               "tprepro interpret-two-variable --model-dir two_variable/models/aut-s1 --test data/two_variable/test "
               "--out results/interpret/two_variable/aut-s1",
               lambda p: test_arguments(p, "output directory (replaced only when complete)"), _interpret,
-              code=(*INTERPRETING, "experiments/two_variable/data.py", "experiments/two_variable/interpret.py")),
+              code=(*INTERPRETING, "experiments/two_variable/data.py", "experiments/two_variable/interpret.py"),
+              params=("interpret.seed", "interpret.examples", "interpret.attention", "interpret.ponder")),
     ),
     models=lambda params: {"two_variable.models": list(params["two_variable"]["models"])},
     check=check_two_variable,
