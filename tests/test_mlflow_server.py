@@ -14,6 +14,7 @@ import time
 import urllib.parse
 import urllib.request
 
+import mlflow.artifacts
 import pytest
 
 from helpers import chromium, copy_project, experiment_name, tool_env, write_params
@@ -159,18 +160,22 @@ def test_a_training_run_page_shows_its_model_datasets_and_log(pipeline, tmp_path
     server, _, params = pipeline
     run = runs_by_name(server, experiment_name(params))["tp_transformer-s1"]
     run_id = run["info"]["run_id"]
-    logged = {f["path"] for f in server.api("artifacts/list", run_id=run_id, path="model")["files"]}
-    assert {"model/MLmodel", "model/artifacts"} <= logged  # an MLflow model (evaluate/pyfunc.py)
-    weights = server.api("artifacts/list", run_id=run_id, path="model/artifacts/tprepro_model")["files"]
-    assert {f["path"].rsplit("/", 1)[-1] for f in weights} >= {"model.pt", "train_metrics.json"}
+    experiment_id = run["info"]["experiment_id"]
+    models = [m["info"] for m in server.api("logged-models/search", {"experiment_ids": [experiment_id]})["models"]
+              if m["info"].get("source_run_id") == run_id]  # MLflow's Logged models (evaluate/pyfunc.py)
+    assert [(m["name"], m["model_type"], m["status"]) for m in models] == [("model", "pyfunc", "LOGGED_MODEL_READY")]
+    files = mlflow.artifacts.list_artifacts(artifact_uri=f"runs:/{run_id}/model", tracking_uri=server.uri)
+    assert {"model/MLmodel", "model/artifacts"} <= {f.path for f in files}
+    weights = mlflow.artifacts.list_artifacts(artifact_uri=f"runs:/{run_id}/model/artifacts/tprepro_model",
+                                              tracking_uri=server.uri)
+    assert {f.path.rsplit("/", 1)[-1] for f in weights} >= {"model.pt", "train_metrics.json"}
     assert [f["path"] for f in server.api("artifacts/list", run_id=run_id, path="logs")["files"]] == [
         "logs/tp_transformer-s1.log"]
     inputs = server.api("runs/get", run_id=run_id)["run"]["inputs"]["dataset_inputs"]
     assert {i["dataset"]["name"].split("/")[0] for i in inputs} == {"train-easy", "train-medium", "train-hard"}
-    url = (f"{server.uri}/#/experiments/{run['info']['experiment_id']}/runs/{run_id}/artifacts/model/MLmodel"
-           f"?{TRAINING_VIEW}")
-    dom = chromium(url, tmp_path, screenshot="mlflow_run_model")
-    assert "model/MLmodel" in dom
+    dom = chromium(f"{server.uri}/#/experiments/{experiment_id}/runs/{run_id}?{TRAINING_VIEW}", tmp_path,
+                   screenshot="mlflow_run_model")
+    assert "Logged models" in dom and models[0]["model_id"] in dom
 
 
 def test_training_falls_back_to_the_local_store_when_the_server_dies(tmp_path):

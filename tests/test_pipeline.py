@@ -111,9 +111,12 @@ def _check_mlflow(root, params) -> None:
     assert experiment.artifact_location == f"mlartifacts/{experiment.experiment_id}"
     run_dir = root / "mlartifacts" / experiment.experiment_id / train_run.info.run_id / "artifacts"
     model_dir = root / "models/tp_transformer-s1"
-    assert (run_dir / "model/artifacts/tprepro_model/model.pt").read_bytes() == (model_dir / "model.pt").read_bytes()
-    assert {"model/MLmodel", "model/artifacts", "model/input_example.json"} <= {
-        a.path for a in client.list_artifacts(train_run.info.run_id, "model")}
+    (logged,) = [m for m in client.search_logged_models([experiment.experiment_id])
+                 if m.source_run_id == train_run.info.run_id]  # under Logged models (evaluate/pyfunc.py)
+    assert (logged.name, logged.model_type) == ("model", "pyfunc")
+    stored = root / logged.artifact_location.removeprefix("file://")
+    assert (stored / "artifacts/tprepro_model/model.pt").read_bytes() == (model_dir / "model.pt").read_bytes()
+    assert {"MLmodel", "input_example.json"} <= {path.name for path in stored.iterdir()}
     # the MLflow model answers as `tprepro predict` does (issue 23)
     previous = mlflow.get_tracking_uri()
     mlflow.set_tracking_uri(f"sqlite:///{root / 'mlflow.db'}")

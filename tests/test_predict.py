@@ -87,3 +87,33 @@ def test_the_mlflow_model_answers_as_predict_does(model_dir, tmp_path):
     assert json.loads((tmp_path / "mlflow_model/input_example.json").read_text())  # an input example is stored
     assert "signature:" in (tmp_path / "mlflow_model/MLmodel").read_text()
     assert (tmp_path / "mlflow_model/artifacts/tprepro_model/model.pt").read_bytes() == (model_dir / "model.pt").read_bytes()
+
+
+def test_a_training_run_logs_its_model_under_logged_models(model_dir, tmp_path, monkeypatch):
+    """tracking.Run.log_model: MLflow's logged model `model` of the run, loaded by `runs:/<id>/model`;
+    a re-export replaces it rather than adding a second one."""
+    import mlflow
+    from mlflow.entities import LoggedModelStatus
+    from mlflow.tracking import MlflowClient
+
+    from tprepro.tracking import Experiment, Run, local_uri
+
+    monkeypatch.chdir(tmp_path)  # the local store and its artifacts
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    model, vocab, _ = load_trained(model_dir / "model.pt", torch.device("cpu"))
+    save_answering_model(model_dir, vocab, QUESTIONS[0], tmp_path / "staged")
+    run = Run(Experiment("tprepro-test"), "tp_transformer-s1")
+    run.log_model(tmp_path / "staged", "model", "pyfunc")
+    run.log_model(tmp_path / "staged", "model", "pyfunc")
+    run.finish()
+    assert not run.disabled
+    logged = [m for m in MlflowClient(local_uri()).search_logged_models([run.experiment_id])
+              if m.source_run_id == run.run_id]
+    assert [(m.name, m.model_type, m.status) for m in logged] == [("model", "pyfunc", LoggedModelStatus.READY)]
+    previous = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(local_uri())
+    try:
+        answers = mlflow.pyfunc.load_model(f"runs:/{run.run_id}/model").predict(QUESTIONS)
+    finally:
+        mlflow.set_tracking_uri(previous)
+    assert answers == [{"question": q, "answer": a} for q, a in zip(QUESTIONS, predict(model, vocab, QUESTIONS, 64, 64))]

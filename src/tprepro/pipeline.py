@@ -82,7 +82,7 @@ def train_model(name: str, seed: int, model, config: TrainConfig, datasets: dict
 
     The dataset-agnostic core of every training stage: MLflow run `<run_prefix><name>-s<seed>`
     in `experiment` (a tracking.Experiment; with its `log_models`, model.pt and train_metrics.json
-    become the run's artifacts under model/, the job's log file under logs/), resumable from
+    go into the run's logged MLflow model `model`, the job's log file under logs/), resumable from
     `checkpoints/checkpoint.pt`. `codec` turns rows into
     batches: by default the character vocabulary at `vocab_path`. With `heldout` (an
     evaluate.curves.HeldOut) its rows are scored at every checkpoint: the learning curve,

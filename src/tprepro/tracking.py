@@ -44,7 +44,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from tprepro.train.callbacks import Callback
 from tprepro.train.requeue import INVOCATION_ENV
@@ -68,7 +68,7 @@ class Experiment:
 
     name: str  # e.g. "tprepro-mathematics"
     description: str = ""  # markdown, shown above the experiment's runs
-    log_models: bool = True  # training runs log an MLflow model under model/ (evaluate/pyfunc.py)
+    log_models: bool = True  # training runs log an MLflow model, the run's logged model `model` (evaluate/pyfunc.py)
 
 
 def as_experiment(experiment: "str | Experiment") -> Experiment:
@@ -353,7 +353,7 @@ class Run:
         self.uri = resolve_uri(tracking_uri)
         self.run_id: str | None = None
         self.disabled = False  # the store failed: the rest of this run is not tracked
-        self.journal: list[tuple[str, tuple]] = []  # every logging call, for replay after a fallback
+        self.journal: list[tuple[str | Callable, tuple]] = []  # every logging call, for replay after a fallback
         self.tags = {**source_tags(), **{k: str(v) for k, v in (tags or {}).items()}}
         try:
             self._open(run_id)
@@ -404,15 +404,22 @@ class Run:
         self.uri = local_uri()
         self._open(None)
         for method, args in self.journal:
+            self._apply(method, args)
+
+    def _apply(self, method: str | Callable, args: tuple) -> None:
+        """client.<method>(run_id, *args), or method(client, run_id, *args) for a function."""
+        if callable(method):
+            method(self.client, self.run_id, *args)
+        else:
             getattr(self.client, method)(self.run_id, *args)
 
-    def _call(self, method: str, *args) -> None:
-        """client.<method>(run_id, *args), journaled; falls back to the local store once if needed."""
+    def _call(self, method: str | Callable, *args) -> None:
+        """`_apply`, journaled; falls back to the local store once if needed."""
         if self.disabled:
             return
         self.journal.append((method, args))
         try:
-            getattr(self.client, method)(self.run_id, *args)
+            self._apply(method, args)
         except Exception as exc:
             self._recover(exc)  # a fallback replays the journal, this call included
 
@@ -471,6 +478,12 @@ class Run:
         """Every file under `directory`, as the artifact folder `artifact_path`."""
         self._call("log_artifacts", str(Path(directory).resolve()), artifact_path)
 
+    def log_model(self, directory: str | Path, name: str, model_type: str) -> None:
+        """The MLflow model saved in `directory` as this run's logged model `name` (MLflow's Logged
+        models: the run's page lists it and `runs:/<run id>/<name>` loads it); it replaces a model
+        of that name the run logged before (a re-export)."""
+        self._call(_log_model, str(Path(directory).resolve()), name, model_type)
+
     def finish(self, status: str = "FINISHED") -> None:
         self._call("set_terminated", status)
 
@@ -481,6 +494,19 @@ class Run:
         """A stage that fails inside `with run:` ends the run FAILED (on success, call `finish()`)."""
         if exc is not None:
             self.finish("FAILED")
+
+
+def _log_model(client, run_id: str, directory: str, name: str, model_type: str) -> None:
+    from mlflow.entities import LoggedModelStatus
+
+    experiment_id = client.get_run(run_id).info.experiment_id
+    earlier = [model for model in client.search_logged_models([experiment_id], filter_string=f"name = '{name}'")
+               if model.source_run_id == run_id]
+    model = client.create_logged_model(experiment_id, name=name, source_run_id=run_id, model_type=model_type)
+    client.log_model_artifacts(model.model_id, directory)
+    client.finalize_logged_model(model.model_id, LoggedModelStatus.READY)
+    for old in earlier:
+        client.delete_logged_model(old.model_id)
 
 
 class MLflowCallback(Callback):

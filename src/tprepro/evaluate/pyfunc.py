@@ -22,8 +22,8 @@ from tprepro.evaluate.answering import answer_with
 from tprepro.evaluate.evaluate import load_trained
 from tprepro.pipeline import MODEL_FILE
 
-ARTIFACT = "model"  # the run's artifact folder of the MLflow model
-FILES = "tprepro_model"  # its artifact holding the model directory: model/artifacts/tprepro_model/model.pt
+ARTIFACT = "model"  # the name of a run's logged model: runs:/<run id>/model
+FILES = "tprepro_model"  # its artifact holding the model directory: artifacts/tprepro_model/model.pt
 
 
 class AnsweringModel(mlflow.pyfunc.PythonModel):
@@ -56,9 +56,9 @@ def save_answering_model(model_dir: Path, codec, example: str, path: Path) -> No
 
 
 def log_answering_model(run, model_dir: Path, codec, example: str, staging: Path) -> None:
-    """The MLflow model of `model_dir` as the artifact folder `model/` of `run` (a tracking.Run),
-    written first to `staging` (replaced; kept, so that a fallback to the local store can log it again)."""
+    """The MLflow model of `model_dir` as `run`'s logged model `model` (a tracking.Run), written
+    first to `staging` (replaced; kept, so that a fallback to the local store can log it again)."""
     if staging.exists():
         shutil.rmtree(staging)
     save_answering_model(model_dir, codec, example, staging)
-    run.log_artifacts(staging, ARTIFACT)
+    run.log_model(staging, ARTIFACT, "pyfunc")

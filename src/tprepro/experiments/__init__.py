@@ -134,7 +134,7 @@ def mlflow_experiment(params: dict, name: str):
 
     experiment = experiments()[name]
     description = (f"**{experiment.title}**\n\nOne run per trained model and seed (params, step metrics, "
-                   f"evaluation per module, datasets, the model under Artifacts > model), children of one "
+                   f"evaluation per module, datasets, the model under Logged models), children of one "
                    f"`pipeline` run per invocation; the tables run holds the tables and figures under "
                    f"Artifacts > results. Made by tprepro.")
     settings = params["mlflow"]
