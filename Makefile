@@ -4,6 +4,7 @@ VENV    := .venv
 GEN     := .venv-gen
 BIN     := $(abspath $(VENV))/bin
 CORES   ?= 2
+UI_PORT ?= 5000
 # The AlgoLisp reference executor, a test oracle only (see pyproject.toml's test extra).
 ALGOLISP_ORACLE := program-synthesis==0.1.2
 
@@ -12,7 +13,7 @@ ALGOLISP_ORACLE := program-synthesis==0.1.2
 export PATH := $(BIN):$(PATH)
 export TPREPRO_GENERATE_PYTHON := $(abspath $(GEN))/bin/python
 
-.PHONY: help install system-deps run dvc-commit test test-fast bench clean
+.PHONY: help install system-deps run dvc-commit ui test test-fast bench clean
 
 ## help: list these targets
 help:
@@ -49,7 +50,7 @@ run: install
 	@$(MAKE) --no-print-directory dvc-commit
 	$(BIN)/snakemake --report results/report.html --quiet
 	@echo "tables: results/tables/  report: results/report.html  figures: results/figures/, results/interpret/"
-	@echo "MLflow: $(BIN)/mlflow ui --backend-store-uri sqlite:///mlflow.db  (http://127.0.0.1:5000)"
+	@echo "MLflow: make ui"
 
 ## dvc-commit: record in dvc.lock what Snakemake built, so that `dvc status` agrees with it
 # --no-relink leaves every output as Snakemake wrote it: a relink rewrites the files, and Snakemake
@@ -64,6 +65,13 @@ SLURM_PACKAGES := slurmctld slurmd slurm-client munge
 # Headless Chromium for the MLflow UI check (tests/test_mlflow_server.py).
 UI_PACKAGES := chromium
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+
+## ui: the MLflow UI on this project's store, at the address it prints (the training view)
+# MLflow 3 opens on its GenAI view; ?workflowType=machine_learning opens the experiments and runs.
+ui:
+	@test -x $(BIN)/mlflow || { echo "run make install first"; exit 2; }
+	@echo "MLflow UI: http://127.0.0.1:$(UI_PORT)/#/experiments?workflowType=machine_learning  (Ctrl-C stops it)"
+	$(BIN)/mlflow ui --backend-store-uri sqlite:///mlflow.db --host 127.0.0.1 --port $(UI_PORT)
 
 ## system-deps: Debian's SLURM, munge and Chromium, which the tests use (apt-get only when missing)
 system-deps:

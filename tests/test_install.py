@@ -1,10 +1,13 @@
 """The install belongs to its folder: a copied checkout's venvs are rebuilt, and tprepro says when the
 package it runs is not the checkout's own src/ (issue 25: a copy ran the original's code)."""
 
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -45,3 +48,32 @@ def test_make_help_lists_every_target_with_its_comment():
     assert targets == re.findall(r"^## ([\w-]+):", makefile, flags=re.M)
     assert sorted(targets) == sorted(phony)  # every target a user can call has its comment
     assert all(len(line.split(None, 1)) == 2 for line in listing.splitlines())
+
+
+def test_make_ui_serves_the_project_store_and_prints_the_training_view(tmp_path):
+    """`make ui`: the MLflow UI on ./mlflow.db, at the address it prints (MLflow 3's training view)."""
+    import socket
+    import time
+    import urllib.request
+
+    shutil.copy(REPO / "Makefile", tmp_path / "Makefile")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    ui = subprocess.Popen(["make", "-s", "ui", f"UI_PORT={port}", f"BIN={Path(sys.executable).parent}"], cwd=tmp_path,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        deadline, page = time.monotonic() + 180, None
+        while page is None and time.monotonic() < deadline and ui.poll() is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as response:
+                    page = response.read().decode()
+            except OSError:
+                time.sleep(0.5)
+    finally:
+        os.killpg(ui.pid, signal.SIGTERM)
+        output = ui.communicate(timeout=60)[0]
+    assert page and "MLflow" in page, output[-3000:]
+    assert output.splitlines()[0] == (f"MLflow UI: http://127.0.0.1:{port}/#/experiments?workflowType=machine_learning"
+                                      f"  (Ctrl-C stops it)")
+    assert (tmp_path / "mlflow.db").is_file()  # the project's own store

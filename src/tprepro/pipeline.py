@@ -210,10 +210,13 @@ def training_run(experiment, summary: dict):
                tracking_uri=summary.get("mlflow_tracking_uri"))
 
 
-def write_evaluation(rows: list[dict], out: Path, run, step: int, metric_name=lambda module: module) -> None:
-    """Write the per-(split, module) rows as CSV and log them to `run` (the model's training run).
+def write_evaluation(rows: list[dict], out: Path, run, step: int,
+                     metric_name: Callable[[str], str] | None = None) -> None:
+    """Write the per-(split, module) rows as CSV and log them to `run` (the model's training run):
+    the CSV as its table artifact (evaluation/), the mean accuracy per split as `acc.<split>.mean`.
 
-    `metric_name` maps a module label to an MLflow-safe metric name part.
+    `metric_name` (for a few rows, e.g. N2F's metrics): also one metric per row, `acc.<split>.<name>`,
+    named by mapping the row's module label to an MLflow-safe name part.
     """
     import pandas as pd
 
@@ -221,7 +224,7 @@ def write_evaluation(rows: list[dict], out: Path, run, step: int, metric_name=la
 
     frame = pd.DataFrame(rows, columns=EVAL_COLUMNS)
     write_csv(frame, out)
-    metrics = {f"acc.{r['split']}.{metric_name(r['module'])}": r["accuracy"] for r in rows}
+    metrics = {f"acc.{r['split']}.{metric_name(r['module'])}": r["accuracy"] for r in rows} if metric_name else {}
     metrics.update({f"acc.{split}.mean": g["accuracy"].mean() for split, g in frame.groupby("split")})
     run.log_metrics(metrics, step=step)
     run.log_artifact(out, "evaluation")

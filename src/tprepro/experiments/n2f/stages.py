@@ -154,7 +154,7 @@ def evaluate_stage(params_path: str, task: str, model_dir: Path, test_dir: Path,
     for result in table:
         print(f"{result['split']:>14} {result['module']:<20} {result['accuracy']:.4f} (n={result['n']})")
     with training_run(mlflow_experiment(params, "n2f"), summary) as run:  # FAILED if a write fails
-        write_evaluation(table, out, run, summary["steps"])
+        write_evaluation(table, out, run, summary["steps"], str)  # a metric per N2F measure
         run.finish()
 
 
