@@ -7,6 +7,7 @@ import contextlib
 import json
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -143,6 +144,12 @@ def _check_mlflow(root, params) -> None:
     assert not any(name.startswith(("two_variable/", "algolisp/")) for name in names)
 
 
+def active_runs(root) -> int:
+    """The number of MLflow runs in the project's local store that are not deleted."""
+    with sqlite3.connect(root / "mlflow.db") as db:
+        return db.execute("SELECT COUNT(*) FROM runs WHERE lifecycle_stage = 'active'").fetchone()[0]
+
+
 @pytest.fixture()
 def project(tmp_path):
     root = copy_project(tmp_path / "repo")
@@ -168,6 +175,13 @@ def test_snakemake_pipeline_end_to_end(project, generate_python):
     assert {path: (path.stat().st_mtime_ns, path.read_bytes()) for path in made} == made
     assert "up to date" in dvc(root, generate_python, "status").lower()
     assert "Nothing to be done" in snakemake(root, generate_python, "-n")
+    # run again for real: no job, no file rewritten, no MLflow run left behind (an idle parent run is deleted)
+    active = active_runs(root)
+    assert "Nothing to be done" in snakemake(root, generate_python)
+    assert {path: (path.stat().st_mtime_ns, path.read_bytes()) for path in made} == made
+    assert active_runs(root) == active
+    shown = dvc(root, generate_python, "metrics", "show")  # one headline per model and experiment
+    assert "results/metrics.json" in shown and max(map(len, shown.splitlines())) <= 200, shown
 
     params["models"]["tp_transformer"]["d_ff"] = 24  # one model's setting
     write_params(root / "params.yaml", params)

@@ -98,3 +98,13 @@ def test_bad_evaluation_files_are_named(tmp_path):
     (tmp_path / "bad.csv").write_text("model,seed\nx,1\n")
     with pytest.raises(TpreproError, match=r"bad.csv: missing columns"):
         read_eval([tmp_path / "bad.csv"])
+
+
+def test_metrics_files_hold_one_headline_per_model_and_no_nan(tmp_path):
+    import json
+
+    from tprepro.report.tables import write_metrics
+
+    path = tmp_path / "metrics.json"
+    write_metrics({"transformer": 0.25, "ut": float("nan"), "tpt_d": {"xsum": 31.5, "cnndm": float("nan")}}, path)
+    assert json.loads(path.read_text()) == {"transformer": 0.25, "tpt_d": {"xsum": 31.5}}

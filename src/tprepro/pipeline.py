@@ -271,11 +271,13 @@ def read_train_metrics(model_dir: Path) -> dict:
 
 
 def publish_table(experiment, run_name: str, tags: dict, table, markdown: str, out: Mapping[str, Path],
+                  headline: Callable[[dict], float | dict[str, float]],
                   extra: Mapping[Path, Callable[[Path], None]] | None = None,
                   metric_name: Callable[[str], str] = str) -> None:
     """Publish one experiment's table: `table` as CSV (out["table_csv"]), `markdown` as written
     (out["table_md"]) and as an HTML page (out["table_html"], for the Snakemake report), the DVC
-    metrics file (numeric columns per model, out["metrics"]) and every file of `extra`
+    metrics file (out["metrics"]: each model's headline, `headline(row)` of its table row, so that
+    `dvc metrics show` stays one short line per experiment) and every file of `extra`
     ({path: write(path)}: figures, further tables) are replaced together or not at all. Then the
     numbers go to an MLflow run `run_name` with the files (and the stage's log) as artifacts, and
     the invocation's parent run in `experiment` is closed (DVC has no end-of-pipeline hook)."""
@@ -286,12 +288,14 @@ def publish_table(experiment, run_name: str, tags: dict, table, markdown: str, o
     writers = {out["table_csv"]: lambda path: write_csv(table, path),
                out["table_md"]: lambda path: path.write_text(markdown, encoding="utf-8"),
                out["table_html"]: lambda path: path.write_text(markdown_page(markdown, run_name), encoding="utf-8"),
-               out["metrics"]: lambda path: write_metrics(table, path), **(extra or {})}
+               out["metrics"]: lambda path: write_metrics({row["model"]: headline(row) for row in records}, path),
+               **(extra or {})}
+    records = table.to_dict("records")
     with atomic_files({str(path): path for path in writers}) as temporary:
         for path, write in writers.items():
             write(temporary[str(path)])
     run = Run(experiment, run_name, tags=tags)
-    run.log_metrics({f"{row['model']}.{metric_name(key)}": value for row in table.to_dict("records")
+    run.log_metrics({f"{row['model']}.{metric_name(key)}": value for row in records
                      for key, value in row.items()
                      if key != "model" and isinstance(value, (int, float)) and value == value})  # no NaN
     log_outputs(run, list(writers), "results")

@@ -103,8 +103,12 @@ def write_csv(frame: pd.DataFrame, path: Path) -> None:
         frame.to_csv(tmp, index=False, float_format="%.6f")
 
 
-def write_metrics(table: pd.DataFrame, path: Path) -> None:
-    """A table as DVC metrics: {model: {column: value}}, numbers only (NaN, e.g. the std of one seed, left out)."""
-    body = {r["model"]: {k: v for k, v in r.items() if k != "model" and isinstance(v, (int, float)) and v == v}
-            for r in table.to_dict("records")}
-    atomic_write_text(path, json.dumps(body, indent=2, sort_keys=True, default=float) + "\n")
+def write_metrics(headlines: dict, path: Path) -> None:
+    """DVC metrics: {model: number or {label: number}}, NaN left out (a metrics file holds numbers only)."""
+    def numbers(value):
+        if isinstance(value, dict):
+            return {key: number for key, number in ((k, numbers(v)) for k, v in value.items()) if number is not None}
+        return float(value) if value == value else None
+
+    body = {model: value for model, value in ((m, numbers(v)) for m, v in headlines.items()) if value is not None}
+    atomic_write_text(path, json.dumps(body, indent=2, sort_keys=True) + "\n")

@@ -102,5 +102,5 @@ def tables_stage(params_path: str, eval_dir: Path, models_dir: Path, out: Mappin
             curves, path, f"Mathematics Dataset: learning curves on the interpolate split ({budget})"),
     }
     publish_table(mlflow_experiment(params, "mathematics"), "tables", {"stage": "tables"}, table, markdown, out,
-                  figures)
+                  lambda row: row["interpolation_acc"], figures)
     print(markdown)

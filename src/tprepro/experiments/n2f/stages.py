@@ -174,6 +174,7 @@ def tables_stage(params_path: str, task: str, eval_dir: Path, models_dir: Path, 
     budget = f"{train['steps']} steps of batch {train['batch_size']}"
     markdown = spec.markdown(table, settings["data"], published_rows(params, names, task, f"n2f.{task}.models"),
                              budget)
+    headline = spec.headline(settings["data"])  # the task's first column: execution accuracy or Acc
     publish_table(mlflow_experiment(params, "n2f"), f"{task}/tables", {"stage": "n2f_tables", "task": task}, table,
-                  markdown, out)
+                  markdown, out, lambda row: row[headline])
     print(markdown)

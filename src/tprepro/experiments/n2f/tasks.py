@@ -51,6 +51,10 @@ class N2FTask:
     def _column_split(self, column: Column, label: str) -> str:
         return label if column.split == TEST else f"{label}-{column.split}"
 
+    def headline(self, data: dict) -> str:
+        """The table column a model's DVC metric reports: the first column (the paper's first)."""
+        return f"{self._column_split(self.columns[0], self.split_label(data, TEST))}.{self.columns[0].metric}"
+
     def table(self, evals: pd.DataFrame, training: dict[str, dict], names: Sequence[str],
               data: dict) -> pd.DataFrame:
         """One row per model (in `names` order): weights, steps, each column's accuracy (a fraction),

@@ -181,5 +181,6 @@ def tables_stage(params_path: str, eval_dir: Path, out: Mapping[str, Path]) -> N
     table = summary_table(evals, list(section["models"]), list(section["datasets"]))
     markdown = summary_markdown(table, evals, published, section["report"]["samples"])
     publish_table(mlflow_experiment(params, "summarization"), f"{RUN_PREFIX}tables",
-                  {"stage": "summarization_tables"}, table, markdown, out)
+                  {"stage": "summarization_tables"}, table, markdown, out,
+                  lambda row: {dataset: row[f"{dataset}.rougeL"] for dataset in section["datasets"]})
     print(markdown)

@@ -103,5 +103,6 @@ def tables_stage(params_path: str, eval_dir: Path, models_dir: Path, out: Mappin
     figures = {out["curves"]: lambda path: curve_figure(
         curves, path, f"Two-variable arithmetic: learning curves on the test split ({budget})")}
     publish_table(mlflow_experiment(params, "two_variable"), f"{RUN_PREFIX}tables",
-                  {"stage": "two_variable_tables"}, table, markdown, out, figures, metric_name=metric_name)
+                  {"stage": "two_variable_tables"}, table, markdown, out, lambda row: row["overall"], figures,
+                  metric_name=metric_name)
     print(markdown)
