@@ -252,7 +252,7 @@ def test_every_figure_is_written(tmp_path):
     role_clusters.cluster_figure(result, tmp_path / "roles.png", "roles")
     attention_maps.attention_figure(attention_maps.attention_maps(model, VOCAB, ROWS[:2], 0), tmp_path / "att.png", "a")
     table = head_reconstruction.mse_table({"a": np.array([0.1, 0.2]), "b": np.array([0.3, 0.1])})
-    head_reconstruction.mse_figure(table, tmp_path / "mse.png")
+    head_reconstruction.mse_figure(table, tmp_path / "mse.png", "Head reconstruction")
     aut = model_of("aut_tiny")
     symbols, updates = ponder_maps.encoder_updates(aut, VOCAB, ROWS)
     ponder_maps.ponder_figure(symbols, updates, 4, tmp_path / "ponder.png", "p")

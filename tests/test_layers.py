@@ -9,7 +9,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "tprepro"
 CORE = ("params", "data", "models", "train", "evaluate", "interpret", "report",
-        "io.py", "errors.py", "children.py", "pipeline.py", "tracking.py")
+        "io.py", "errors.py", "children.py", "figures.py", "pipeline.py", "tracking.py")
 ENTRY_POINTS = {"cli.py", "predict.py", "workflow.py", "__main__.py", "__init__.py"}
 
 

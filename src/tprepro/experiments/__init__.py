@@ -64,8 +64,9 @@ class Experiment:
 COMMON = ("params", "io.py", "errors.py")
 TRAINING = (*COMMON, "data", "models", "train", "evaluate", "pipeline.py", "tracking.py")
 EVALUATION = (*COMMON, "data", "models", "evaluate", "train/checkpoint.py", "pipeline.py", "tracking.py")
-PUBLISHING = (*COMMON, "report", "evaluate/curves.py", "pipeline.py", "tracking.py")
-INTERPRETING = (*COMMON, "data", "models", "evaluate", "interpret", "train/checkpoint.py", "pipeline.py", "tracking.py")
+PUBLISHING = (*COMMON, "report", "evaluate/curves.py", "pipeline.py", "tracking.py", "figures.py")
+INTERPRETING = (*COMMON, "data", "models", "evaluate", "interpret", "train/checkpoint.py", "pipeline.py", "tracking.py",
+                "figures.py")
 
 
 @functools.cache

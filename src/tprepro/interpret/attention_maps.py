@@ -12,8 +12,9 @@ import numpy as np
 
 from tprepro.data.batching import collate
 from tprepro.errors import TpreproError
+from tprepro.figures import plt, save
 from tprepro.interpret.hooks import last_attention, source_labels, teacher_forced
-from tprepro.interpret.plotting import plt, save, shown
+from tprepro.interpret.plotting import shown
 
 
 @dataclass

@@ -5,6 +5,8 @@ and its mean squared error measured on held-out problems (split by problem, not 
 
 from __future__ import annotations
 
+import re
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -16,8 +18,8 @@ from torch import nn
 
 from tprepro.data.batching import collate
 from tprepro.errors import TpreproError
+from tprepro.figures import model_colours, plt, save
 from tprepro.interpret.hooks import layer_name, teacher_forced
-from tprepro.interpret.plotting import plt, save
 
 
 def supports_reconstruction(model) -> bool:
@@ -64,16 +66,22 @@ def mse_table(results: dict[str, np.ndarray]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def mse_figure(table: pd.DataFrame, path: Path) -> None:
-    """Grouped bars: per head, one bar per model; the mean in the legend."""
+def mse_figure(table: pd.DataFrame, path: Path, title: str) -> None:
+    """Grouped bars: per head, one bar per run (`<model>-s<seed>`, in its model's colour); the mean
+    in the legend, which sits beside the bars."""
     heads = [c for c in table.columns if c.startswith("head_")]
+    models = [re.sub(r"-s\d+$", "", run) for run in table["model"]]
+    colours = model_colours(models)
     width = 0.8 / len(table)
-    fig, ax = plt.subplots(figsize=(max(4.0, 0.9 * len(heads) + 2), 3.2))
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.9 * len(heads) + 2) + 3.0, 3.4))
     for k, row in enumerate(table.to_dict("records")):
         x = np.arange(len(heads)) + k * width
-        ax.bar(x, [row[h] for h in heads], width=width, label=f"{row['model']} (mean {row['mean']:.4f})")
+        model = models[k]
+        ax.bar(x, [row[h] for h in heads], width=width, color=colours[model],  # a model's 2nd, 4th, ... seed hatched
+               label=f"{row['model']} (mean {row['mean']:.4f})", hatch="//" * (models[:k].count(model) % 2))
     ax.set_xticks(np.arange(len(heads)) + width * (len(table) - 1) / 2, [h.replace("_", " ") for h in heads])
     ax.set_ylabel("held-out MSE of ẑ_t from v_h(z_t)")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the bars, not over them
     ax.grid(axis="y", alpha=0.3)
+    ax.set_title(textwrap.fill(title, 80), fontsize=9)
     save(fig, path)

@@ -45,6 +45,11 @@ def layer_name(model: nn.Module, side: str, layer: int) -> str:
     return f"{side}.{range(len(layers))[layer]}"
 
 
+def layer_number(model: nn.Module, side: str, layer: int) -> int:
+    """The 1-based position of `layer` (negative: from the end) in `side`'s stack, as a reader counts."""
+    return range(len(getattr(model, side)))[layer] + 1
+
+
 def source_labels(vocab, src: Tensor) -> list[list[str]]:
     """The symbols of each row of a character-level `src` [B, S], padding dropped."""
     return [[vocab.symbols[i] for i in row if i != vocab.pad_id] for row in src.tolist()]

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from tprepro.evaluate.roles import THRESHOLD, has_discrete_roles, role_peaks
-from tprepro.interpret.plotting import plt, save
+from tprepro.figures import plt, save
 
 __all__ = ["has_discrete_roles", "one_hotness", "one_hotness_figure"]
 

@@ -5,6 +5,7 @@ after halting they are exactly 0); a heat map for chosen examples and the mean p
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -12,8 +13,9 @@ import pandas as pd
 import torch
 
 from tprepro.data.batching import collate
+from tprepro.figures import plt, save
 from tprepro.interpret.hooks import source_labels, teacher_forced
-from tprepro.interpret.plotting import plt, save, shown
+from tprepro.interpret.plotting import shown
 
 PROBE = "encoder_act.weight_probe"
 
@@ -49,9 +51,11 @@ def ponder_figure(symbols: list[list[str]], updates: list[list[int]], max_steps:
     image = ax.imshow(grid, cmap="magma_r", vmin=0, vmax=max_steps, aspect="auto")
     for i, (s, u) in enumerate(zip(symbols, updates)):
         for j, (symbol, n) in enumerate(zip(s, u)):
-            ax.text(j, i, f"{shown(symbol)}\n{n}", ha="center", va="center", fontsize=6, color="tab:blue")
+            red, green, blue, _ = image.cmap(image.norm(n))
+            ink = "white" if 0.299 * red + 0.587 * green + 0.114 * blue < 0.5 else "black"  # readable on its cell
+            ax.text(j, i, f"{shown(symbol)}\n{n}", ha="center", va="center", fontsize=7, color=ink)
     ax.set_yticks(range(len(symbols)), [f"example {i + 1}" for i in range(len(symbols))], fontsize=7)
     ax.set_xticks([])
     fig.colorbar(image, ax=ax, fraction=0.03, label="updates N(t)")
-    ax.set_title(title, fontsize=9)
+    ax.set_title(textwrap.fill(title, 90), fontsize=9)
     save(fig, path)

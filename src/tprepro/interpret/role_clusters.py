@@ -4,6 +4,7 @@ character row coloured by cluster, and a table of each cluster's most frequent c
 
 from __future__ import annotations
 
+import textwrap
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,8 +14,9 @@ import pandas as pd
 from sklearn.cluster import KMeans
 
 from tprepro.data.batching import collate
+from tprepro.figures import plt, save
 from tprepro.interpret.hooks import layer_name, source_labels, teacher_forced
-from tprepro.interpret.plotting import plt, save, shown
+from tprepro.interpret.plotting import shown
 
 TOP = 5  # characters / contexts listed per cluster
 
@@ -80,11 +82,12 @@ def cluster_table(clusters: RoleClusters) -> pd.DataFrame:
 
 
 def cluster_figure(clusters: RoleClusters, path: Path, title: str, max_rows: int = 16) -> None:
-    """Each problem as a row of boxes, one per symbol, coloured and numbered by role cluster."""
+    """Each problem as a row of boxes, one per symbol, coloured and numbered by role cluster; the
+    legend beside them names each cluster's most frequent symbols."""
     problems = list(zip(clusters.characters, clusters.labels))[:max_rows]
     width = max(len(symbols) for symbols, _ in problems)
     cmap = plt.get_cmap("tab20")
-    fig, ax = plt.subplots(figsize=(max(4.0, 0.28 * width), 0.4 * len(problems) + 0.8))
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.28 * width) + 2.2, 0.4 * len(problems) + 0.8))
     for i, (symbols, labels) in enumerate(problems):
         for j, (symbol, label) in enumerate(zip(symbols, labels)):
             ax.add_patch(plt.Rectangle((j, -i - 1), 1, 1, color=cmap(label % 20), alpha=0.8))
@@ -94,5 +97,13 @@ def cluster_figure(clusters: RoleClusters, path: Path, title: str, max_rows: int
     ax.set_xlim(0, width)
     ax.set_ylim(-len(problems), 0)
     ax.axis("off")
-    ax.set_title(title, fontsize=9)
+    ax.set_title(textwrap.fill(title, 90), fontsize=9)
+    symbols: dict[int, Counter] = {}
+    for row, labels in problems:
+        for symbol, label in zip(row, labels):
+            symbols.setdefault(label, Counter())[shown(symbol)] += 1
+    handles = [plt.Rectangle((0, 0), 1, 1, color=cmap(label % 20), alpha=0.8) for label in sorted(symbols)]
+    names = [f"{label}: {' '.join(s for s, _ in symbols[label].most_common(4))}" for label in sorted(symbols)]
+    ax.legend(handles, names, title="role cluster: its commonest symbols", fontsize=6, title_fontsize=7,
+              loc="upper left", bbox_to_anchor=(1.01, 1.0), ncols=1 + len(names) // 24)
     save(fig, path)

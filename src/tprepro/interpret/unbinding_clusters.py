@@ -12,9 +12,9 @@ import torch
 from sklearn.cluster import KMeans
 from sklearn.decomposition import PCA
 
-from tprepro.models.tuple_ids import RELATION_SPECIALS
+from tprepro.figures import plt, save
 from tprepro.interpret.hooks import teacher_forced
-from tprepro.interpret.plotting import plt, save
+from tprepro.models.tuple_ids import RELATION_SPECIALS
 
 PROBE = "decoder.readout.unbinding.relation_probe"
 

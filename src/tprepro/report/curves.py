@@ -6,14 +6,10 @@ import textwrap
 from pathlib import Path
 from typing import Mapping
 
-import matplotlib
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from tprepro.evaluate.curves import CURVE_FILE, read_curve  # noqa: E402
-from tprepro.io import atomic_path  # noqa: E402
+from tprepro.evaluate.curves import CURVE_FILE, read_curve
+from tprepro.figures import model_colours, plt, save
 
 LINESTYLES = ("-", "--", ":", "-.")
 
@@ -28,7 +24,7 @@ def curve_figure(curves: Mapping[tuple[str, int], pd.DataFrame], path: Path, tit
     a line style per seed; the sample size in the axis label."""
     models = list(dict.fromkeys(model for model, _ in curves))
     seeds = sorted({seed for _, seed in curves})
-    colours = {model: f"C{i}" for i, model in enumerate(models)}
+    colours = model_colours(models)
     sizes = sorted({int(n) for curve in curves.values() for n in curve["n"]})
     fig, (loss_ax, match_ax) = plt.subplots(1, 2, figsize=(10, 4))
     for (model, seed), curve in curves.items():
@@ -44,7 +40,4 @@ def curve_figure(curves: Mapping[tuple[str, int], pd.DataFrame], path: Path, tit
         ax.grid(alpha=0.3)
     match_ax.legend(fontsize=8, loc="upper left")
     fig.suptitle(textwrap.fill(title, 100))  # long budgets wrap instead of running off the page
-    fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=120)
-    plt.close(fig)
+    save(fig, path)

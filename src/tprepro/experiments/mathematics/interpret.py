@@ -10,6 +10,7 @@ from pathlib import Path
 from tprepro.data.shards import open_dataset
 from tprepro.errors import TpreproError
 from tprepro.experiments import mlflow_experiment
+from tprepro.interpret.hooks import layer_number
 from tprepro.interpret.outputs import (TINY_NOTE, load_for_analysis, log_outputs, markdown_table, write_attention,
                                        write_table)
 from tprepro.interpret.sampling import pairs, sample_rows
@@ -52,7 +53,8 @@ def mathematics_stage(params_path: str, model_dir: Path, interpolate_dir: Path, 
             result = roles.cluster_roles(model, vocab, rows, cluster["layer"], cluster["head"], cluster["k"], seed)
             write_table(roles.cluster_table(result), tmp / "role_clusters.csv")
             roles.cluster_figure(result, tmp / "role_clusters.png",
-                                 f"{name}: role clusters, encoder layer {cluster['layer']}, head {cluster['head']}, "
+                                 f"{name}: role clusters, encoder layer {layer_number(model, 'encoder', cluster['layer'])} of "
+                                 f"{len(model.encoder)}, head {cluster['head']}, "
                                  f"k={cluster['k']} ({TINY_NOTE})")
             done.append("role_clusters")
 
@@ -103,7 +105,8 @@ def reconstruction_stage(params_path: str, interpret_dir: Path, models_dir: Path
     write_table(table, outputs["csv"])
     markdown = markdown_table(table)
     atomic_write_text(outputs["md"], markdown)
-    mse_figure(table, outputs["png"])
+    mse_figure(table, outputs["png"], "Head reconstruction (Schlag et al., Sec. 6.1): held-out MSE of the "
+               "encoder state z_t recovered from one head's value vector v_h(z_t), per run")
     print(markdown)
     for summary in summaries.values():
         run = training_run(mlflow_experiment(params, "mathematics"), summary)
