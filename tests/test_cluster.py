@@ -10,7 +10,7 @@ import yaml
 from helpers import REPO, copy_project, load_default_params, tool_env, write_params
 from tprepro.params import validate_params
 from tprepro.errors import TpreproError
-from tprepro.tracking import JOB_ENVIRONMENT, job_environment_tags
+from tprepro.tracking.provenance import JOB_ENVIRONMENT, job_environment_tags
 
 
 def test_job_environment_tags_record_the_slurm_job_and_its_gpus(monkeypatch):

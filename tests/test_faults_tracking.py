@@ -180,7 +180,7 @@ def test_a_failed_training_run_ends_failed(tmp_path):
 
 
 def test_a_resumed_run_logs_each_step_once(data, tmp_path, monkeypatch):  # noqa: F811
-    from tprepro.tracking import MLflowCallback
+    from tprepro.tracking.callback import MLflowCallback
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)

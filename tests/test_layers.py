@@ -9,7 +9,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "tprepro"
 CORE = ("params", "data", "models", "train", "evaluate", "interpret", "report",
-        "io.py", "errors.py", "children.py", "figures.py", "pipeline.py", "tracking.py")
+        "io.py", "errors.py", "children.py", "invocation.py", "figures.py", "pipeline.py", "tracking")
 ENTRY_POINTS = {"cli.py", "predict.py", "workflow.py", "__main__.py", "__init__.py"}
 
 
@@ -42,3 +42,11 @@ def test_the_core_imports_no_experiment(path):
     upward = [f"{path.relative_to(SRC.parent.parent)}:{line}: {module}"
               for line, module in imported_modules(path) if module.startswith("tprepro.experiments")]
     assert not upward, "the core imports an experiment:\n" + "\n".join(upward)
+
+
+@pytest.mark.parametrize("path", sorted((SRC / "tracking").glob("*.py")), ids=lambda p: p.name)
+def test_tracking_knows_the_trainer_only_in_its_callback(path):
+    """Lightning's shape: the store, parent runs, provenance and runs import nothing from train/;
+    only the callback, the trainer's adapter, does."""
+    trainer = [module for _, module in imported_modules(path) if module.startswith("tprepro.train")]
+    assert not trainer or path.name == "callback.py", trainer

@@ -90,13 +90,14 @@ def test_the_mlflow_model_answers_as_predict_does(model_dir, tmp_path):
 
 
 def test_a_training_run_logs_its_model_under_logged_models(model_dir, tmp_path, monkeypatch):
-    """tracking.Run.log_model: MLflow's logged model `model` of the run, loaded by `runs:/<id>/model`;
+    """tracking.run.Run.log_model: MLflow's logged model `model` of the run, loaded by `runs:/<id>/model`;
     a re-export replaces it rather than adding a second one."""
     import mlflow
     from mlflow.entities import LoggedModelStatus
     from mlflow.tracking import MlflowClient
 
-    from tprepro.tracking import Experiment, Run, local_uri
+    from tprepro.tracking.run import Run
+    from tprepro.tracking.store import Experiment, local_uri
 
     monkeypatch.chdir(tmp_path)  # the local store and its artifacts
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)

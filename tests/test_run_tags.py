@@ -6,7 +6,7 @@ from helpers import REPO
 from tprepro.models.registry import resolve_model_config
 from tprepro.params import TrainConfig
 from tprepro.pipeline import run_description
-from tprepro.tracking import source_tags
+from tprepro.tracking.provenance import source_tags
 
 
 def test_source_tags_name_the_commit_inside_a_checkout_and_nothing_outside(tmp_path, monkeypatch):

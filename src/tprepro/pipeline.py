@@ -81,7 +81,7 @@ def train_model(name: str, seed: int, model, config: TrainConfig, datasets: dict
     """Train `model` (a ModelConfig) on `datasets` ({label: Dataset}); write model.pt and train_metrics.json.
 
     The dataset-agnostic core of every training stage: MLflow run `<run_prefix><name>-s<seed>`
-    in `experiment` (a tracking.Experiment; with its `log_models`, model.pt and train_metrics.json
+    in `experiment` (a tracking.store.Experiment; with its `log_models`, model.pt and train_metrics.json
     go into the run's logged MLflow model `model`, the job's log file under logs/), resumable from
     `checkpoints/checkpoint.pt`. `codec` turns rows into
     batches: by default the character vocabulary at `vocab_path`. With `heldout` (an
@@ -96,7 +96,10 @@ def train_model(name: str, seed: int, model, config: TrainConfig, datasets: dict
     from tprepro.evaluate.pyfunc import log_answering_model
     from tprepro.models.registry import arch_settings
     from tprepro.evaluate.roles import RoleSharpnessCallback, has_discrete_roles
-    from tprepro.tracking import DatasetRecord, MLflowCallback, as_experiment, job_environment_tags
+    from tprepro.tracking.callback import MLflowCallback
+    from tprepro.tracking.provenance import job_environment_tags
+    from tprepro.tracking.run import DatasetRecord
+    from tprepro.tracking.store import as_experiment
     from tprepro.train.callbacks import ProgressBar
     from tprepro.train.distributed import World
     from tprepro.train.trainer import Trainer, TrainJob
@@ -167,7 +170,7 @@ def train_model(name: str, seed: int, model, config: TrainConfig, datasets: dict
 def log_outputs(run, paths: Sequence[Path], artifact_path: str) -> None:
     """`paths` as artifacts of `run` under `artifact_path`, and the stage's log file (its redirected
     output, if any) under logs/: what a user opens from the run's page."""
-    from tprepro.tracking import log_file
+    from tprepro.tracking.provenance import log_file
 
     for path in paths:
         run.log_artifact(path, artifact_path)
@@ -204,7 +207,7 @@ def finished_run(out: Path, job, other_outputs: Sequence[str] = ()) -> dict | No
 
 def training_run(experiment, summary: dict):
     """The training job's MLflow run (from its train_metrics.json), reopened for evaluation results."""
-    from tprepro.tracking import Run
+    from tprepro.tracking.run import Run
 
     return Run(experiment, summary["name"], run_id=summary["mlflow_run_id"],
                tracking_uri=summary.get("mlflow_tracking_uri"))
@@ -283,7 +286,8 @@ def publish_table(experiment, run_name: str, tags: dict, table, markdown: str, o
     the invocation's parent run in `experiment` is closed (DVC has no end-of-pipeline hook)."""
     from tprepro.report.html import markdown_page
     from tprepro.report.tables import write_csv, write_metrics
-    from tprepro.tracking import Run, finish_parent_run
+    from tprepro.tracking.parents import finish_parent_run
+    from tprepro.tracking.run import Run
 
     writers = {out["table_csv"]: lambda path: write_csv(table, path),
                out["table_md"]: lambda path: path.write_text(markdown, encoding="utf-8"),

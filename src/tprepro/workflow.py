@@ -115,8 +115,8 @@ def start_pipeline_run(params: dict) -> None:
     import uuid
 
     from tprepro.experiments import experiments, mlflow_experiment
-    from tprepro.tracking import start_parent_runs
-    from tprepro.train.requeue import INVOCATION_ENV
+    from tprepro.tracking.parents import start_parent_runs
+    from tprepro.invocation import INVOCATION_ENV
 
     if os.environ.get(INVOCATION_ENV):
         return
@@ -128,7 +128,7 @@ def start_pipeline_run(params: dict) -> None:
 def end_pipeline_run(params: dict, status: str = "FINISHED") -> None:
     """Snakemake's onsuccess/onerror: close the parent runs if this invocation opened them."""
     from tprepro.experiments import experiments, mlflow_experiment
-    from tprepro.tracking import finish_parent_run
+    from tprepro.tracking.parents import finish_parent_run
 
     if os.environ.pop(_OWNED_ENV, None):
         for name in experiments():

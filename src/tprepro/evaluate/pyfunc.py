@@ -56,7 +56,7 @@ def save_answering_model(model_dir: Path, codec, example: str, path: Path) -> No
 
 
 def log_answering_model(run, model_dir: Path, codec, example: str, staging: Path) -> None:
-    """The MLflow model of `model_dir` as `run`'s logged model `model` (a tracking.Run), written
+    """The MLflow model of `model_dir` as `run`'s logged model `model` (a tracking.run.Run), written
     first to `staging` (replaced; kept, so that a fallback to the local store can log it again)."""
     if staging.exists():
         shutil.rmtree(staging)

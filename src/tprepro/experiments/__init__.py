@@ -62,10 +62,10 @@ class Experiment:
 
 # Code every stage of a kind runs, whatever the experiment (relative to src/tprepro/).
 COMMON = ("params", "io.py", "errors.py")
-TRAINING = (*COMMON, "data", "models", "train", "evaluate", "pipeline.py", "tracking.py")
-EVALUATION = (*COMMON, "data", "models", "evaluate", "train/checkpoint.py", "pipeline.py", "tracking.py")
-PUBLISHING = (*COMMON, "report", "evaluate/curves.py", "pipeline.py", "tracking.py", "figures.py")
-INTERPRETING = (*COMMON, "data", "models", "evaluate", "interpret", "train/checkpoint.py", "pipeline.py", "tracking.py",
+TRAINING = (*COMMON, "data", "models", "train", "evaluate", "pipeline.py", "tracking")
+EVALUATION = (*COMMON, "data", "models", "evaluate", "train/checkpoint.py", "pipeline.py", "tracking")
+PUBLISHING = (*COMMON, "report", "evaluate/curves.py", "pipeline.py", "tracking", "figures.py")
+INTERPRETING = (*COMMON, "data", "models", "evaluate", "interpret", "train/checkpoint.py", "pipeline.py", "tracking",
                 "figures.py")
 
 
@@ -131,7 +131,7 @@ def table_outputs(args: argparse.Namespace, *extra: str) -> dict[str, "Path"]:
 
 def mlflow_experiment(params: dict, name: str):
     """Experiment `name`'s MLflow experiment: `<mlflow.prefix>-<name>` (dashes), described by its title."""
-    from tprepro.tracking import Experiment as Tracked
+    from tprepro.tracking.store import Experiment as Tracked
 
     experiment = experiments()[name]
     description = (f"**{experiment.title}**\n\nOne run per trained model and seed (params, step metrics, "

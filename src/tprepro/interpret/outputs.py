@@ -31,7 +31,7 @@ def write_table(frame, path: Path) -> None:
 
 def log_outputs(tracked, summary: dict, out: Path, metrics: dict[str, float]) -> None:
     """Every file of `out` as an artifact (under interpret/) of the model's training run in the MLflow
-    experiment `tracked` (tprepro.tracking.Experiment), plus `metrics`."""
+    experiment `tracked` (tprepro.tracking.store.Experiment), plus `metrics`."""
     run = training_run(tracked, summary)
     if metrics:
         run.log_metrics(metrics, step=summary["steps"])

@@ -20,10 +20,10 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from tprepro.invocation import INVOCATION_ENV
 from tprepro.io import atomic_write_text
 from tprepro.train.preemption import REQUEUE_EXIT
 
-INVOCATION_ENV = "TPREPRO_INVOCATION"
 FAILURE_FILE = "last_failure.json"
 
 

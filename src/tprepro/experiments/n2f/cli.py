@@ -85,7 +85,7 @@ EXPERIMENT = Experiment(
         Stage("n2f-quality", "how often the gold programs succeed, per split",
               "tprepro n2f-quality --task algolisp --data data/n2f/algolisp --out results/n2f/algolisp_quality.json",
               _with_task(_quality_arguments), _quality,
-              code=(*COMMON, "experiments/n2f", "data/shards.py", "tracking.py"),
+              code=(*COMMON, "experiments/n2f", "data/shards.py", "tracking"),
               params=("n2f.{task}.data", "n2f.{task}.evaluate")),
         Stage("n2f-train", "train one N2F model (resumes from its last checkpoint)",
               "tprepro n2f-train --task algolisp --model tp_n2f --seed 1 --train data/n2f/algolisp/train "

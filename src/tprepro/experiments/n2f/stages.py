@@ -58,7 +58,7 @@ def data_stage(params_path: str, task: str, out: Path) -> None:
 def quality_stage(params_path: str, task: str, data_dir: Path, out: Path) -> None:
     """How often the gold programs themselves succeed, per split (MathQA's noise; AlgoLisp's cleaned set)."""
     from tprepro.data.shards import iter_rows
-    from tprepro.tracking import Run
+    from tprepro.tracking.run import Run
 
     params = load_params(params_path)
     spec = get_task(task)

@@ -1,0 +1,96 @@
+"""One parent run per pipeline invocation and experiment, found by the invocation's key."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+from pathlib import Path
+
+from tprepro.invocation import INVOCATION_ENV
+from tprepro.tracking.provenance import source_tags
+from tprepro.tracking.store import (Experiment, INVOCATION_TAG, store_lock, as_experiment, client_and_experiment,
+                                    describe_store, first_line, local_uri, server_unreachable, tracking_uri, warn)
+
+
+def invocation_key() -> str:
+    """This pipeline invocation: the key Snakemake's onstart exported, else host, process group and
+    the group leader's start time (all stages of one `dvc repro` share it)."""
+    exported = os.environ.get(INVOCATION_ENV)
+    if exported:
+        return exported
+    group = os.getpgrp()
+    try:
+        started = Path(f"/proc/{group}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        started = "?"
+    return f"{socket.gethostname()}:{group}:{started}"
+
+
+def _find_parent(client, experiment_id: str):
+    found = client.search_runs([experiment_id], filter_string=f"tags.`{INVOCATION_TAG}` = '{invocation_key()}'",
+                               max_results=1)
+    return found[0] if found else None
+
+
+def parent_run_id(client, experiment_id: str) -> str:
+    """The parent run of this invocation in the experiment, created by the first job that asks
+    (under the store lock when local: parallel jobs find one parent)."""
+    local = client.tracking_uri.startswith("sqlite:")
+    with store_lock() if local else contextlib.nullcontext():
+        found = _find_parent(client, experiment_id)
+        if found is not None:
+            return found.info.run_id
+        return client.create_run(experiment_id, run_name="pipeline",
+                                 tags={INVOCATION_TAG: invocation_key(), **source_tags()}).info.run_id
+
+
+def start_parent_runs(experiments: list[Experiment]) -> None:
+    """Snakemake's onstart: this invocation's parent run in each experiment.
+
+    A server that does not answer: one warning and the local store for the whole invocation
+    (through MLFLOW_TRACKING_URI, which every job inherits). A store that fails otherwise: one
+    warning naming it; the jobs then report their own tracking trouble.
+    """
+    uri = tracking_uri()
+    try:
+        for experiment in experiments:
+            client, experiment_id = client_and_experiment(experiment, uri)
+            parent_run_id(client, experiment_id)
+    except Exception as exc:
+        if not server_unreachable(uri, exc):
+            warn(f"MLflow store {describe_store(uri)} failed ({first_line(exc)}); the pipeline runs "
+                 f"without parent runs")
+            return
+        warn(f"MLflow tracking server {uri} unreachable ({first_line(exc)}); this invocation tracks "
+             f"into the local store {describe_store(local_uri())}")
+        os.environ["MLFLOW_TRACKING_URI"] = local_uri()
+        start_parent_runs(experiments)
+
+
+def finish_parent_run(experiment: str | Experiment, status: str = "FINISHED", owner: bool = False) -> None:
+    """Close this invocation's parent run in `experiment` (deleted if no run became its child).
+
+    Called by Snakemake's onsuccess/onerror (`owner`) and by each experiment's tables stage; under
+    Snakemake (its key exported) a stage leaves the parent open, as later jobs may still add to it.
+    A store that fails (server down, corrupt database) costs one warning, never the stage.
+    """
+    if not owner and os.environ.get(INVOCATION_ENV):
+        return
+    uri = tracking_uri()
+    run_id = None
+    try:
+        client, experiment_id = client_and_experiment(experiment, uri)
+        found = _find_parent(client, experiment_id)
+        if found is None:
+            return
+        run_id = found.info.run_id
+        children = client.search_runs([experiment_id], filter_string=f"tags.`mlflow.parentRunId` = '{run_id}'",
+                                      max_results=1)
+        if children:
+            client.set_terminated(run_id, status)
+        else:
+            client.delete_run(run_id)
+    except Exception as exc:
+        warn(f"MLflow store {describe_store(uri)}: could not end the pipeline's parent run "
+             f"{run_id or ''} in '{as_experiment(experiment).name}' ({first_line(exc)}); its outputs are unaffected")
