@@ -14,9 +14,9 @@ An experiment's `stages.py` reads its params section, opens its datasets and cal
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from tprepro.data.shards import Dataset
 from tprepro.errors import TpreproError
@@ -75,18 +75,33 @@ def heldout_settings(params: dict, datasets: Sequence[Dataset], seed: int, train
                    batch_size=params["evaluate"]["batch_size"])
 
 
-def train_model(name: str, seed: int, model, config: TrainConfig, datasets: dict[str, Dataset], vocab_path: Path,
-                out: Path, checkpoints: Path, experiment, data_settings: dict, run_prefix: str = "",
-                codec=None, heldout=None) -> dict:
-    """Train `model` (a ModelConfig) on `datasets` ({label: Dataset}); write model.pt and train_metrics.json.
+@dataclass(frozen=True)
+class TrainingRun:
+    """One training job as an experiment's train stage describes it to `train_model`."""
 
-    The dataset-agnostic core of every training stage: MLflow run `<run_prefix><name>-s<seed>`
-    in `experiment` (a tracking.store.Experiment; with its `log_models`, model.pt and train_metrics.json
-    go into the run's logged MLflow model `model`, the job's log file under logs/), resumable from
-    `checkpoints/checkpoint.pt`. `codec` turns rows into
-    batches: by default the character vocabulary at `vocab_path`. With `heldout` (an
-    evaluate.curves.HeldOut) its rows are scored at every checkpoint: the learning curve,
-    logged as step metrics and written to `out/learning_curve.csv`.
+    name: str  # the model's name in the params file
+    seed: int
+    model: Any  # its ModelConfig (architecture, resolved from its preset)
+    config: TrainConfig  # the training settings
+    datasets: dict[str, Dataset]  # the training datasets by label (one stream reader each)
+    vocab_path: Path  # the vocabulary file the data stage wrote (read unless `codec` is given)
+    out: Path  # gets model.pt, train_metrics.json and (with `heldout`) learning_curve.csv
+    checkpoints: Path  # the resumable checkpoint's folder
+    experiment: Any  # the MLflow experiment (a tracking.store.Experiment)
+    data_settings: dict  # the data settings, logged as the run's params
+    run_prefix: str = ""  # the MLflow run is `<run_prefix><name>-s<seed>`
+    codec: Any = None  # turns rows into batches (default: the character vocabulary at vocab_path)
+    heldout: Any = None  # an evaluate.curves.HeldOut scored at every checkpoint: the learning curve
+
+
+def train_model(run: TrainingRun) -> dict:
+    """Train `run.model` on `run.datasets`; write model.pt and train_metrics.json.
+
+    The dataset-agnostic core of every training stage: an MLflow run in `run.experiment` (with its
+    `log_models`, model.pt and train_metrics.json go into the run's logged MLflow model `model`, the
+    job's log file under logs/), resumable from `checkpoints/checkpoint.pt`. With `run.heldout` its
+    rows are scored at every checkpoint: the learning curve, logged as step metrics and written to
+    `out/learning_curve.csv`.
     """
     import hashlib
 
@@ -104,20 +119,22 @@ def train_model(name: str, seed: int, model, config: TrainConfig, datasets: dict
     from tprepro.train.distributed import World
     from tprepro.train.trainer import Trainer, TrainJob
 
+    name, seed, model, config, datasets = run.name, run.seed, run.model, run.config, run.datasets
+    out, checkpoints, codec, heldout = run.out, run.checkpoints, run.codec, run.heldout
     hashes = {label: ds.fingerprint() for label, ds in datasets.items()}
     job = TrainJob(
-        name=f"{run_prefix}{name}-s{seed}",
+        name=f"{run.run_prefix}{name}-s{seed}",
         seed=seed,
         model=model,
         config=config,
         files=[ds.files for ds in datasets.values()],  # one stream reader per dataset
-        vocab=codec if codec is not None else Vocab.load(vocab_path),
+        vocab=codec if codec is not None else Vocab.load(run.vocab_path),
         data_fingerprint=hashlib.sha256(json.dumps(hashes, sort_keys=True).encode()).hexdigest(),
     )
     logger = MLflowCallback(
-        experiment,
+        run.experiment,
         params={"model_name": name, "seed": seed, "model": arch_settings(job.model),
-                "train": asdict(job.config), "data": data_settings, "vocab_size": len(job.vocab)},
+                "train": asdict(job.config), "data": run.data_settings, "vocab_size": len(job.vocab)},
         tags={"stage": "train", "model": name, "seed": seed, "mlflow.note.content": run_description(
                   name, seed, model, config, datasets), **job_environment_tags()},
         datasets={label: DatasetRecord(str(ds.directory), hashes[label], ds.rows, len(ds.files))
@@ -159,7 +176,7 @@ def train_model(name: str, seed: int, model, config: TrainConfig, datasets: dict
     atomic_write_text(out / TRAIN_METRICS, json.dumps(summary, indent=2, sort_keys=True) + "\n")
     if logger.run is not None:
         logger.run.set_tag("model_path", out / MODEL_FILE)
-        if as_experiment(experiment).log_models:  # an MLflow model: mlflow.pyfunc.load_model("runs:/<id>/model")
+        if as_experiment(run.experiment).log_models:  # an MLflow model: mlflow.pyfunc.load_model("runs:/<id>/model")
             source = getattr(job.vocab, "columns", ("question", "answer"))[0]  # question or document
             example = str(read_columns(next(iter(datasets.values())).files[0], (source,)).column(0)[0])
             log_answering_model(logger.run, out, job.vocab, example, checkpoints / "mlflow_model")

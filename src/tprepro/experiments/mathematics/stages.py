@@ -13,7 +13,7 @@ from tprepro.params import TrainConfig, load_params
 from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE
 from tprepro.data.shards import Dataset, open_dataset
 from tprepro.experiments import mlflow_experiment
-from tprepro.pipeline import (MODEL_FILE, heldout_settings, model_config, publish_table, published_rows,
+from tprepro.pipeline import (MODEL_FILE, TrainingRun, heldout_settings, model_config, publish_table, published_rows,
                               read_train_metrics, require_model, train_model, training_run, training_summaries,
                               write_evaluation, write_role_sharpness)
 
@@ -41,9 +41,9 @@ def train_stage(params_path: str, name: str, seed: int, train_dirs: Sequence[Pat
     modules = params["grid"]["modules"]
     datasets = {f"{split}/{module}": ds for split, module, ds in module_datasets(train_dirs, modules)}
     heldout = heldout_settings(params, [ds for _, _, ds in module_datasets([heldout_dir], modules)], seed)
-    return train_model(name, seed, model_config(params, name), TrainConfig.from_params(params), datasets,
-                       vocab_path, out, checkpoints, mlflow_experiment(params, "mathematics"),
-                       data_settings=params["data"], heldout=heldout)
+    return train_model(TrainingRun(name, seed, model_config(params, name), TrainConfig.from_params(params), datasets,
+                                   vocab_path, out, checkpoints, mlflow_experiment(params, "mathematics"),
+                                   data_settings=params["data"], heldout=heldout))
 
 
 def evaluate_stage(params_path: str, model_dir: Path, interpolate_dir: Path, extrapolate_dir: Path,

@@ -4,7 +4,7 @@ Per task: data -> quality -> train (per model) -> evaluate (per model) -> tables
 Settings come from params.yaml `n2f:`; what differs between the tasks (loading,
 gold-program checks, scoring, the table) lives in n2f_tasks.py. Training runs
 through the same dataset-agnostic core as every other experiment
-(stages.train_model), with the tuple vocabularies as its codec.
+(pipeline.train_model), with the tuple vocabularies as its codec.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from tprepro.errors import TpreproError
 from tprepro.experiments import mlflow_experiment
 from tprepro.io import atomic_write_text
 from tprepro.experiments.n2f.tasks import TEST, TRAIN, get_task
-from tprepro.pipeline import (MODEL_FILE, model_config, publish_table, published_rows, read_train_metrics,
-                              require_model, train_model, training_run, training_summaries, write_evaluation)
+from tprepro.pipeline import (MODEL_FILE, TrainingRun, model_config, publish_table, published_rows,
+                              read_train_metrics, require_model, train_model, training_run, training_summaries,
+                              write_evaluation)
 
 VOCAB_FILE = "vocab.json"
 
@@ -90,9 +91,9 @@ def train_stage(params_path: str, task: str, name: str, seed: int, train_dir: Pa
         raise TpreproError(f"{params_path}: n2f.{task}.models.{name}.tuple_arity: {task} tuples have "
                            f"{spec.arity} arguments, the model {model.family.tuple_arity}")
     config = TrainConfig.from_params({"train": n2f_train(params, task)})
-    return train_model(name, seed, model, config, {"train": open_dataset(train_dir)}, vocab_path,
-                       out, checkpoints, mlflow_experiment(params, "n2f"), data_settings=settings["data"],
-                       run_prefix=f"{task}/", codec=TupleVocab.load(vocab_path))
+    return train_model(TrainingRun(name, seed, model, config, {"train": open_dataset(train_dir)}, vocab_path,
+                                   out, checkpoints, mlflow_experiment(params, "n2f"), data_settings=settings["data"],
+                                   run_prefix=f"{task}/", codec=TupleVocab.load(vocab_path)))
 
 
 def predict_programs(model, vocab, questions: list[str], batch_size: int, max_tuples: int) -> list:

@@ -2,7 +2,7 @@
 
 corpus -> data (per dataset: shards + subword model) -> train (per dataset and model)
 -> evaluate (beam search, ROUGE) -> tables. Settings: params.yaml `summarization:`.
-Training runs through the same core as every experiment (stages.train_model), with
+Training runs through the same core as every experiment (pipeline.train_model), with
 the sentencepiece codec.
 """
 
@@ -18,8 +18,8 @@ from tprepro.data.shards import iter_rows, open_dataset
 from tprepro.errors import TpreproError
 from tprepro.experiments import mlflow_experiment
 from tprepro.io import atomic_directory, atomic_write_text
-from tprepro.pipeline import (MODEL_FILE, model_config, publish_table, read_train_metrics, require_model, train_model,
-                              training_run)
+from tprepro.pipeline import (MODEL_FILE, TrainingRun, model_config, publish_table, read_train_metrics,
+                              require_model, train_model, training_run)
 from tprepro.experiments.summarization import SPLITS, TEST, TRAIN
 from tprepro.experiments.summarization.settings import release_path, summarization_train
 
@@ -86,11 +86,11 @@ def train_stage(params_path: str, dataset: str, name: str, data_dir: Path, out: 
     _dataset_settings(params, dataset, params_path)
     require_model(params_path, section["models"], name, MODELS)
     config = TrainConfig.from_params({"train": summarization_train(params)})
-    return train_model(name, section["seed"], model_config(params, name, MODELS), config,
-                       {"train": open_dataset(data_dir / TRAIN)}, data_dir / SUBWORD_MODEL, out, checkpoints,
-                       mlflow_experiment(params, "summarization"),
-                       data_settings={**section["data"], "dataset": dataset},
-                       run_prefix=f"{RUN_PREFIX}{dataset}/", codec=load_codec(params, data_dir))
+    return train_model(TrainingRun(name, section["seed"], model_config(params, name, MODELS), config,
+                                   {"train": open_dataset(data_dir / TRAIN)}, data_dir / SUBWORD_MODEL, out,
+                                   checkpoints, mlflow_experiment(params, "summarization"),
+                                   data_settings={**section["data"], "dataset": dataset},
+                                   run_prefix=f"{RUN_PREFIX}{dataset}/", codec=load_codec(params, data_dir)))
 
 
 def load_summarizer(path: Path, device):

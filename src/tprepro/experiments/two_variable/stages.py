@@ -15,7 +15,7 @@ from tprepro.experiments.two_variable.settings import two_variable_train
 from tprepro.data.shards import open_dataset
 from tprepro.errors import TpreproError
 from tprepro.experiments import mlflow_experiment
-from tprepro.pipeline import (MODEL_FILE, heldout_settings, model_config, publish_table, published_rows,
+from tprepro.pipeline import (MODEL_FILE, TrainingRun, heldout_settings, model_config, publish_table, published_rows,
                               read_train_metrics, require_model, train_model, training_run, training_summaries,
                               write_evaluation)
 
@@ -46,10 +46,10 @@ def train_stage(params_path: str, name: str, seed: int, train_dir: Path, vocab_p
     require_model(params_path, section["models"], name, MODELS)
     train = two_variable_train(params)
     heldout = heldout_settings(params, [open_dataset(heldout_dir)], seed, train)
-    return train_model(name, seed, model_config(params, name, MODELS), TrainConfig.from_params(
-                           {"train": train}), {"train": open_dataset(train_dir)}, vocab_path, out, checkpoints,
-                       mlflow_experiment(params, "two_variable"), data_settings=section["data"], run_prefix=RUN_PREFIX,
-                       heldout=heldout)
+    return train_model(TrainingRun(
+        name, seed, model_config(params, name, MODELS), TrainConfig.from_params({"train": train}),
+        {"train": open_dataset(train_dir)}, vocab_path, out, checkpoints, mlflow_experiment(params, "two_variable"),
+        data_settings=section["data"], run_prefix=RUN_PREFIX, heldout=heldout))
 
 
 def evaluate_stage(params_path: str, model_dir: Path, test_dir: Path, out: Path) -> None:
