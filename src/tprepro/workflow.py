@@ -1,4 +1,5 @@
-"""Helpers the Snakemake rules call (workflow/rules/*.smk): paths and per-rule SLURM resources."""
+"""Helpers the Snakemake rules call (workflow/rules/*.smk): each stage's code digest and params
+values (from its Stage declaration), paths, per-rule SLURM resources, the invocation's parent runs."""
 
 from __future__ import annotations
 
@@ -115,8 +116,8 @@ def start_pipeline_run(params: dict) -> None:
     import uuid
 
     from tprepro.experiments import experiments, mlflow_experiment
-    from tprepro.tracking.parents import start_parent_runs
     from tprepro.invocation import INVOCATION_ENV
+    from tprepro.tracking.parents import start_parent_runs
 
     if os.environ.get(INVOCATION_ENV):
         return
