@@ -108,9 +108,11 @@ def test_a_training_run_logs_its_model_under_logged_models(model_dir, tmp_path, 
     run.log_model(tmp_path / "staged", "model", "pyfunc")
     run.finish()
     assert not run.disabled
-    logged = [m for m in MlflowClient(local_uri()).search_logged_models([run.experiment_id])
-              if m.source_run_id == run.run_id]
+    client = MlflowClient(local_uri())
+    logged = [m for m in client.search_logged_models([run.experiment_id]) if m.source_run_id == run.run_id]
     assert [(m.name, m.model_type, m.status) for m in logged] == [("model", "pyfunc", LoggedModelStatus.READY)]
+    outputs = client.get_run(run.run_id).outputs.model_outputs  # what the run page lists
+    assert logged[0].model_id in [output.model_id for output in outputs]
     previous = mlflow.get_tracking_uri()
     mlflow.set_tracking_uri(local_uri())
     try:

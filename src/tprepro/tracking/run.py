@@ -196,7 +196,7 @@ class Run:
 
 
 def _log_model(client, run_id: str, directory: str, name: str, model_type: str) -> None:
-    from mlflow.entities import LoggedModelStatus
+    from mlflow.entities import LoggedModelOutput, LoggedModelStatus
 
     experiment_id = client.get_run(run_id).info.experiment_id
     earlier = [model for model in client.search_logged_models([experiment_id], filter_string=f"name = '{name}'")
@@ -204,5 +204,6 @@ def _log_model(client, run_id: str, directory: str, name: str, model_type: str) 
     model = client.create_logged_model(experiment_id, name=name, source_run_id=run_id, model_type=model_type)
     client.log_model_artifacts(model.model_id, directory)
     client.finalize_logged_model(model.model_id, LoggedModelStatus.READY)
+    client.log_outputs(run_id, [LoggedModelOutput(model.model_id, step=0)])  # the run page lists it
     for old in earlier:
         client.delete_logged_model(old.model_id)
