@@ -15,6 +15,7 @@ import time
 import urllib.parse
 import urllib.request
 
+import mlflow
 import mlflow.artifacts
 import pytest
 
@@ -165,10 +166,14 @@ def test_a_training_run_page_shows_its_model_datasets_and_log(pipeline, tmp_path
     models = [m["info"] for m in server.api("logged-models/search", {"experiment_ids": [experiment_id]})["models"]
               if m["info"].get("source_run_id") == run_id]  # MLflow's Logged models (evaluate/pyfunc.py)
     assert [(m["name"], m["model_type"], m["status"]) for m in models] == [("model", "pyfunc", "LOGGED_MODEL_READY")]
-    files = mlflow.artifacts.list_artifacts(artifact_uri=f"runs:/{run_id}/model", tracking_uri=server.uri)
+    previous = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(server.uri)  # runs:/ resolves a logged model through the global tracking URI
+    try:
+        files = mlflow.artifacts.list_artifacts(artifact_uri=f"runs:/{run_id}/model")
+        weights = mlflow.artifacts.list_artifacts(artifact_uri=f"runs:/{run_id}/model/artifacts/tprepro_model")
+    finally:
+        mlflow.set_tracking_uri(previous)
     assert {"model/MLmodel", "model/artifacts"} <= {f.path for f in files}
-    weights = mlflow.artifacts.list_artifacts(artifact_uri=f"runs:/{run_id}/model/artifacts/tprepro_model",
-                                              tracking_uri=server.uri)
     assert {f.path.rsplit("/", 1)[-1] for f in weights} >= {"model.pt", "train_metrics.json"}
     assert [f["path"] for f in server.api("artifacts/list", run_id=run_id, path="logs")["files"]] == [
         "logs/tp_transformer-s1.log"]
