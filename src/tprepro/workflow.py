@@ -3,6 +3,7 @@ values (from its Stage declaration), paths, per-rule SLURM resources, the invoca
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from pathlib import Path
@@ -29,10 +30,10 @@ def code_digest(stage: str, root: str = "src/tprepro", folder: Path = CODE_DIGES
     older than their input and rerun. A missing file (a fresh checkout, a deleted .snakemake) takes
     the newest source file's mtime instead, so recreating it reruns nothing that was up to date."""
     from tprepro.experiments import code_files
-    from tprepro.io import atomic_write_text, sha256_file
+    from tprepro.io import atomic_write_text
 
     files = code_files(stage, root)
-    listing = "".join(f"{sha256_file(path)}  {path}\n" for path in files)
+    listing = "".join(f"{_source_hash(path, os.stat(path).st_mtime_ns)}  {path}\n" for path in files)
     target = folder / f"{stage}.sha256"
     existed = target.exists()
     if existed and target.read_text(encoding="utf-8") == listing:
@@ -42,6 +43,14 @@ def code_digest(stage: str, root: str = "src/tprepro", folder: Path = CODE_DIGES
         newest = max(os.stat(path).st_mtime_ns for path in files)
         os.utime(target, ns=(newest, newest))
     return str(target)
+
+
+@functools.cache
+def _source_hash(path: str, mtime_ns: int) -> str:
+    """A source file's SHA-256, read once per process and mtime (stages share most of their files)."""
+    from tprepro.io import sha256_file
+
+    return sha256_file(path)
 
 
 def setting(params: dict, key: str):
