@@ -13,7 +13,7 @@ ALGOLISP_ORACLE := program-synthesis==0.1.2
 export PATH := $(BIN):$(PATH)
 export TPREPRO_GENERATE_PYTHON := $(abspath $(GEN))/bin/python
 
-.PHONY: help install system-deps run dvc-commit ui test test-fast bench clean
+.PHONY: help install system-deps run dvc-commit dvc-yaml ui test test-fast bench clean
 
 ## help: list these targets
 help:
@@ -58,6 +58,10 @@ run: install
 dvc-commit:
 	@$(BIN)/dvc commit --force --no-relink --quiet && echo "dvc.lock records the outputs Snakemake built (dvc status: clean)" \
 	  || echo "warning: dvc commit failed (not a git checkout?); dvc status will list every stage"
+
+## dvc-yaml: regenerate dvc.yaml from the stages the experiments declare (after editing one)
+dvc-yaml: $(VENV)/.installed
+	$(BIN)/tprepro dvc-yaml --out dvc.yaml
 
 # The single-node SLURM the tests start (tests/slurm/local_slurm.sh) needs Debian's
 # SLURM and munge packages; apt-get runs only when one of them is missing.

@@ -43,11 +43,22 @@ def cmd_models(args) -> None:
 
 
 def cmd_plots_template(args) -> None:
-    from pathlib import Path
 
     from tprepro.report.offline_plots import write_template
 
     print(f"offline plots template (Vega, Vega-Lite, vega-embed inline) -> {write_template(Path(args.out))}")
+
+
+def cmd_dvc_yaml(args) -> None:
+    from tprepro.dvc_yaml import generate
+
+    if args.out == "-":
+        sys.stdout.write(generate())
+        return
+    from tprepro.io import atomic_write_text
+
+    atomic_write_text(Path(args.out), generate())
+    print(f"dvc.yaml generated from the stage registry -> {args.out}")
 
 
 def cmd_predict(args) -> None:
@@ -83,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
         cmd_validate)
     for experiment in experiments().values():
         for stage in experiment.stages:
-            stage.arguments(add(stage.name, stage.help, stage.example, stage.run, stage.processes))
+            stage.arguments(add(stage.name, stage.help, experiment.example(stage), stage.run, stage.processes))
 
     p = sub.add_parser("predict", help="answer questions with a trained model",
                        description="Answer questions with a trained model (one per argument, or per line of --file).",
@@ -105,6 +116,14 @@ def build_parser() -> argparse.ArgumentParser:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default=".dvc/offline_plots.html", help="where to write it (default: %(default)s)")
     p.set_defaults(func=cmd_plots_template, data_parallel=None)
+
+    p = sub.add_parser("dvc-yaml", help="write dvc.yaml from the stage registry (the experiments' Stage declarations)",
+                       description="Write dvc.yaml from the stage registry: each stage's command, data, "
+                                   "outputs, source files and params keys as its experiment declares them.",
+                       epilog="example:\n  tprepro dvc-yaml --out dvc.yaml  # what `make dvc-yaml` runs",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", default="-", help="the file to write (default: standard output)")
+    p.set_defaults(func=cmd_dvc_yaml, data_parallel=None)
 
     p = sub.add_parser("models", help="every architecture preset with its parameter count",
                        description="List every architecture preset with its parameter count.")

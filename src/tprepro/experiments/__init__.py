@@ -12,6 +12,7 @@ import argparse
 import functools
 import importlib
 import pkgutil
+import re
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -23,25 +24,57 @@ Runner = Callable[[argparse.Namespace], "int | None"]
 
 
 @dataclass(frozen=True)
+class DvcStage:
+    """A Stage as dvc.yaml runs it: its entry there less the source deps and params keys, which
+    `tprepro dvc-yaml` adds from the Stage (`${item.<key>}` are matrix or foreach values)."""
+
+    cmd: str  # the `tprepro` command line, paths and all
+    name: str = ""  # the dvc.yaml stage (and Snakemake rule); default: the Stage's name with underscores
+    matrix: dict[str, str | tuple[str, ...]] | None = None  # {key: params reference or values}
+    foreach: str | None = None  # a params reference; ${item} is each value
+    foreach_key: bool = False  # foreach over a mapping: ${key} is each entry's name
+    deps: tuple[str, ...] = ()  # the data it reads
+    outs: tuple[str, ...] = ()  # outputs DVC caches (data, models)
+    results: tuple[str, ...] = ()  # outputs left in the workspace only (small files, figures)
+    metrics: tuple[str, ...] = ()  # `dvc metrics show` files (not cached)
+    plots: tuple[dict, ...] = ()  # `dvc plots show` files with their chart (learning_curve, accuracy_bars)
+
+
+def learning_curve(path: str) -> dict:
+    """A run's learning_curve.csv as a DVC plot: held-out exact match per checkpoint."""
+    return {path: {"cache": False, "template": "exact_match_curve", "x": "step", "y": "heldout_exact_match",
+                   "x_label": "training step", "y_label": "held-out exact match",
+                   "title": "${item.model} seed ${item.seed}, held-out exact match per checkpoint"}}
+
+
+def accuracy_bars(path: str, per: str) -> dict:
+    """A run's evaluation CSV as a DVC plot: one bar per module (or type, `per`)."""
+    return {path: {"cache": False, "template": "accuracy_bars", "x": "accuracy", "y": "module", "y_label": per,
+                   "title": f"${{item.model}} seed ${{item.seed}}, exact-match accuracy per {per}"}}
+
+
+@dataclass(frozen=True)
 class Stage:
     """One `tprepro <name>` sub-command."""
 
     name: str  # sub-command, e.g. "two-variable-train"
     help: str  # one line for `tprepro --help`
-    example: str  # a typical invocation, shown in the sub-command's --help
     arguments: Callable[[argparse.ArgumentParser], None]  # adds the stage's options
     run: Runner  # does the work (imports heavy modules lazily); returns an exit status or None
     # Source files and folders (relative to src/tprepro/) whose edits change this stage's outputs:
-    # Snakemake takes them as one input, a digest file per stage (workflow.code_digest), and dvc.yaml
-    # lists them as deps (a test keeps them equal).
+    # Snakemake takes them as one input, a digest file per stage (workflow.code_digest); the
+    # generated dvc.yaml lists them as deps.
     code: tuple[str, ...] = ()
     # Params keys whose values decide this stage's outputs: a change reruns it. `{name}` is a rule
-    # wildcard (DVC's ${item.name}). The rules take them as params (workflow.settings) and dvc.yaml
-    # lists them (a test keeps them equal).
+    # wildcard (DVC's ${item.name}). The rules take them as params (workflow.settings); the
+    # generated dvc.yaml lists them.
     params: tuple[str, ...] = ()
     # Data-parallel training: the number of processes this invocation asks for (params-dependent);
     # with more than one, the CLI relaunches the same argv as that many workers.
     processes: Callable[[argparse.Namespace], int] | None = None
+    # Its dvc.yaml stages (usually one): `tprepro dvc-yaml` writes dvc.yaml from these. The first
+    # one's command, with the experiment's example_items, is the example its --help shows.
+    dvc: tuple[DvcStage, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -58,6 +91,15 @@ class Experiment:
     # Cross-key rules of the experiment's params sections (beyond the schema), run by every
     # validation of params.yaml; raises TpreproError naming the file and key.
     check: Callable[[dict, str], None] = field(default=lambda params, source: None)
+    # dvc.yaml's top-level plots of the experiment (charts over several files or stages).
+    plots: tuple[dict, ...] = ()
+    # The values its --help examples give the DVC commands' ${references}, e.g. {"item.model": "ut",
+    # "item.seed": "1"}: names params.yaml defines.
+    example_items: dict[str, str] = field(default_factory=dict)
+
+    def example(self, stage: Stage) -> str:
+        """A typical invocation of `stage`: its first DVC command with example_items filled in."""
+        return re.sub(r"\$\{([^}]+)\}", lambda m: self.example_items[m.group(1)], stage.dvc[0].cmd)
 
 
 # Code every stage of a kind runs, whatever the experiment (relative to src/tprepro/).

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE, TRAIN_SPLITS
 from tprepro.experiments.mathematics.settings import check_mathematics
-from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, PUBLISHING, TRAINING, Experiment, Stage,
-                                 table_arguments, table_outputs)
+from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, PUBLISHING, TRAINING, DvcStage, Experiment,
+                                 Stage, accuracy_bars, learning_curve, table_arguments, table_outputs)
 
 
 def _dirs(paths: list[str]) -> list[Path]:
@@ -120,58 +121,101 @@ def _reconstruction(args) -> None:
                          {"csv": Path(args.csv), "md": Path(args.md), "png": Path(args.figure)})
 
 
-TRAIN_DIRS = "data/mathematics/train-easy data/mathematics/train-medium data/mathematics/train-hard"
+# dvc.yaml's paths: a run's model and seed range over RUNS.
+RUNS = {"model": "${grid.models}", "seed": "${grid.seeds}"}
+RUN = "${item.model}-s${item.seed}"
+MODEL = f"models/{RUN}"
+TRAIN_DIRS = tuple(f"data/mathematics/{split}" for split in TRAIN_SPLITS)
+HELDOUT = f"data/mathematics/{INTERPOLATE}"
+EXTRAPOLATION = f"data/mathematics/{EXTRAPOLATE}"
+VOCAB = "data/vocab.json"
+TABLE = "results/tables/table1"
+RECONSTRUCTION = "results/interpret/head_reconstruction"
+
 EXPERIMENT = Experiment(
     name="mathematics",
     title="Schlag et al.: TP-Transformer vs Transformer on the Mathematics Dataset (Table 1, Fig. 2)",
     stages=(
         Stage("data", "generate (or import) one Mathematics Dataset module/split as shards",
-              "tprepro data --split train-easy --module arithmetic__add_or_sub "
-              "--out data/mathematics/train-easy/arithmetic__add_or_sub", _data_arguments, _data,
+              _data_arguments, _data,
               code=(*COMMON, "experiments/mathematics/data_stage.py", "experiments/mathematics/generate.py",
                     "experiments/mathematics/release.py", "experiments/mathematics/modules.py", "data/shards.py"),
-              params=("data",)),
-        Stage("vocab", "build the character vocabulary from the training shards",
-              f"tprepro vocab --train {TRAIN_DIRS} --out data/vocab.json", _vocab_arguments, _vocab,
+              params=("data",),
+              dvc=(DvcStage("tprepro data --split ${item.split} --module ${item.module} "
+                            "--out data/mathematics/${item.split}/${item.module} --processes 1",
+                            matrix={"split": (*TRAIN_SPLITS, INTERPOLATE), "module": "${grid.modules}"},
+                            outs=("data/mathematics/${item.split}/${item.module}",)),
+                   DvcStage("tprepro data --split extrapolate --module ${item} "
+                            f"--out {EXTRAPOLATION}/${{item}} --processes 1",
+                            name="data_extrapolate", foreach="${grid.extrapolation_modules}",
+                            outs=(f"{EXTRAPOLATION}/${{item}}",)))),
+        Stage("vocab", "build the character vocabulary from the training shards", _vocab_arguments, _vocab,
               code=(*COMMON, "experiments/mathematics/stages.py", "experiments/mathematics/modules.py",
                     "data/shards.py", "data/vocab.py"),
-              params=("vocab", "grid.modules")),
+              params=("vocab", "grid.modules"),
+              dvc=(DvcStage(f"tprepro vocab --train {' '.join(TRAIN_DIRS)} --out {VOCAB}",
+                            deps=TRAIN_DIRS, outs=(VOCAB,)),)),
         Stage("train", "train one model (resumes from its last checkpoint)",
-              f"tprepro train --model tp_transformer --seed 1 --train {TRAIN_DIRS} --vocab data/vocab.json "
-              "--out models/tp_transformer-s1 --checkpoints checkpoints/tp_transformer-s1 "
-              "--heldout data/mathematics/interpolate",
               _train_arguments, _train, processes=_train_processes,
               code=(*TRAINING, "experiments/mathematics/stages.py", "experiments/mathematics/modules.py"),
-              params=("models.{model}", "train", "evaluate", "grid.modules")),
+              params=("models.{model}", "train", "evaluate", "grid.modules"),
+              dvc=(DvcStage("tprepro train --model ${item.model} --seed ${item.seed} "
+                            f"--train {' '.join(TRAIN_DIRS)} --vocab {VOCAB} --out {MODEL} "
+                            f"--checkpoints checkpoints/{RUN} --heldout {HELDOUT}",
+                            matrix=RUNS, deps=(VOCAB, *TRAIN_DIRS, HELDOUT),
+                            outs=(f"{MODEL}/model.pt",), results=(f"{MODEL}/train_metrics.json",),
+                            plots=(learning_curve(f"{MODEL}/learning_curve.csv"),)),)),
         Stage("evaluate", "per-module accuracy on interpolate, extrapolate and a train sample",
-              "tprepro evaluate --model-dir models/tp_transformer-s1 --interpolate data/mathematics/interpolate "
-              f"--extrapolate data/mathematics/extrapolate --train {TRAIN_DIRS} "
-              "--out results/eval/tp_transformer-s1.csv", _evaluate_arguments, _evaluate,
+              _evaluate_arguments, _evaluate,
               code=(*EVALUATION, "experiments/mathematics/stages.py", "experiments/mathematics/modules.py"),
-              params=("evaluate", "grid.modules", "grid.extrapolation_modules")),
+              params=("evaluate", "grid.modules", "grid.extrapolation_modules"),
+              dvc=(DvcStage(f"tprepro evaluate --model-dir {MODEL} --interpolate {HELDOUT} --extrapolate "
+                            f"{EXTRAPOLATION} --train {' '.join(TRAIN_DIRS)} --out results/eval/{RUN}.csv",
+                            matrix=RUNS,
+                            deps=(f"{MODEL}/model.pt", f"{MODEL}/train_metrics.json", HELDOUT, EXTRAPOLATION,
+                                  *TRAIN_DIRS),
+                            plots=(accuracy_bars(f"results/eval/{RUN}.csv", per="module"),)),)),
         Stage("tables", "assemble Table 1, the per-module table and figure",
-              "tprepro tables --eval-dir results/eval --models-dir models --table-csv results/tables/table1.csv "
-              "--table-md results/tables/table1.md --table-html results/tables/table1.html --metrics "
-              "results/metrics.json --modules-csv "
-              "results/tables/mathematics_modules.csv --figure results/figures/mathematics_modules.png "
-              "--curves results/figures/learning_curves.png", _tables_arguments, _tables,
+              _tables_arguments, _tables,
               code=(*PUBLISHING, "experiments/mathematics/stages.py", "experiments/mathematics/figures.py"),
-              params=("report", "grid", "train.steps", "train.batch_size", "data.test_per_module")),
+              params=("report", "grid", "train.steps", "train.batch_size", "data.test_per_module"),
+              dvc=(DvcStage("tprepro tables --eval-dir results/eval --models-dir models "
+                            f"--table-csv {TABLE}.csv --table-md {TABLE}.md --table-html {TABLE}.html "
+                            "--metrics results/metrics.json --modules-csv results/tables/mathematics_modules.csv "
+                            "--figure results/figures/mathematics_modules.png "
+                            "--curves results/figures/learning_curves.png",
+                            deps=("results/eval", "models"),
+                            results=("results/tables/mathematics_modules.csv", f"{TABLE}.csv", f"{TABLE}.md",
+                                     f"{TABLE}.html", "results/figures/mathematics_modules.png",
+                                     "results/figures/learning_curves.png"),
+                            metrics=("results/metrics.json",)),)),
         Stage("interpret-mathematics", "attention maps, role clusters, head reconstruction and role one-hotness "
               "of one trained model (those its architecture has)",
-              "tprepro interpret-mathematics --model-dir models/tp_transformer-s1 --interpolate "
-              "data/mathematics/interpolate --out results/interpret/mathematics/tp_transformer-s1",
               _interpret_arguments, _interpret,
               code=(*INTERPRETING, "experiments/mathematics/modules.py", "experiments/mathematics/interpret.py"),
               params=("interpret.seed", "interpret.module", "interpret.examples", "interpret.attention",
-                      "interpret.role_clusters", "interpret.head_reconstruction", "interpret.one_hotness")),
+                      "interpret.role_clusters", "interpret.head_reconstruction", "interpret.one_hotness"),
+              dvc=(DvcStage(f"tprepro interpret-mathematics --model-dir {MODEL} --interpolate {HELDOUT} "
+                            f"--out results/interpret/mathematics/{RUN}",
+                            matrix=RUNS,
+                            deps=(f"{MODEL}/model.pt", f"{MODEL}/train_metrics.json", f"results/eval/{RUN}.csv",
+                                  f"{HELDOUT}/${{interpret.module}}"),
+                            results=(f"results/interpret/mathematics/{RUN}",)),)),
         Stage("interpret-reconstruction", "the head-reconstruction MSE table and bar chart over the grid's runs",
-              "tprepro interpret-reconstruction --interpret-dir results/interpret/mathematics --models-dir models "
-              "--csv results/interpret/head_reconstruction.csv --md results/interpret/head_reconstruction.md "
-              "--figure results/interpret/head_reconstruction.png", _reconstruction_arguments, _reconstruction,
+              _reconstruction_arguments, _reconstruction,
               code=(*PUBLISHING, "interpret", "experiments/mathematics/interpret.py"),
-              params=("grid",)),
+              params=("grid",),
+              dvc=(DvcStage("tprepro interpret-reconstruction --interpret-dir results/interpret/mathematics "
+                            f"--models-dir models --csv {RECONSTRUCTION}.csv --md {RECONSTRUCTION}.md "
+                            f"--figure {RECONSTRUCTION}.png",
+                            deps=("results/interpret/mathematics",),
+                            results=(f"{RECONSTRUCTION}.csv", f"{RECONSTRUCTION}.md", f"{RECONSTRUCTION}.png")),)),
     ),
     models=lambda params: {"models": list(params["grid"]["models"])},
     check=check_mathematics,
+    plots=({"results/tables/mathematics_modules.csv": {
+        "template": "accuracy_bars", "x": "accuracy", "y": "module", "y_label": "module",
+        "title": "Mathematics Dataset, accuracy per module (pooled over seeds)"}},),
+    example_items={"item.split": "train-easy", "item.module": "arithmetic__add_or_sub",
+                   "item.model": "tp_transformer", "item.seed": "1"},
 )

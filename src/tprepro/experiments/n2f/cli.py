@@ -6,9 +6,8 @@ from pathlib import Path
 
 from tprepro.data.codecs import CodecKind
 from tprepro.experiments.n2f.settings import check_n2f
-from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, PUBLISHING, TRAINING, Experiment, Stage,
-                                 table_arguments, table_outputs, test_arguments,
-                                 train_arguments)
+from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, PUBLISHING, TRAINING, DvcStage, Experiment,
+                                 Stage, table_arguments, table_outputs, test_arguments, train_arguments)
 from tprepro.experiments.n2f import TASKS
 
 
@@ -74,47 +73,74 @@ def _interpret(args) -> None:
 
 CODEC = CodecKind("tprepro.experiments.n2f.tuple_vocab:TupleVocab",
                   answer="tprepro.experiments.n2f.stages:answer_problems")
+# dvc.yaml's paths: ${item.task} ranges over EACH_TASK, a run's model and seed over RUNS.
+EACH_TASK = {"task": "${n2f.tasks}"}
+RUNS = {**EACH_TASK, "model": "${n2f.models}", "seed": "${n2f.seeds}"}
+RUN = "${item.model}-s${item.seed}"
+UNBOUND = "${interpret.unbinding.model}-s${n2f.seeds[0]}"  # the run whose unbinding interpret-n2f clusters
+DATA = "data/n2f/${item.task}"
+MODELS = "n2f/models/${item.task}"
+EVALS = "n2f/eval/${item.task}"
+QUALITY = "results/n2f/${item.task}_quality.json"
+TABLE = "results/tables/${item.task}"
+
 EXPERIMENT = Experiment(
     name="n2f",
     title="Chen et al. 2020: TP-N2F and its baselines on MathQA (Table 1) and AlgoLisp (Table 2)",
     stages=(
         Stage("n2f-data", "load or generate an N2F task's train/ and test/ sets and vocabularies",
-              "tprepro n2f-data --task algolisp --out data/n2f/algolisp", _with_task(_data_arguments), _data,
+              _with_task(_data_arguments), _data,
               code=(*COMMON, "experiments/n2f", "data/shards.py"),
-              params=("n2f.{task}.data", "vocab")),
+              params=("n2f.{task}.data", "vocab"),
+              dvc=(DvcStage(f"tprepro n2f-data --task ${{item.task}} --out {DATA}", matrix=EACH_TASK,
+                            outs=(f"{DATA}/train", f"{DATA}/test", f"{DATA}/vocab.json")),)),
         Stage("n2f-quality", "how often the gold programs succeed, per split",
-              "tprepro n2f-quality --task algolisp --data data/n2f/algolisp --out results/n2f/algolisp_quality.json",
               _with_task(_quality_arguments), _quality,
               code=(*COMMON, "experiments/n2f", "data/shards.py", "tracking"),
-              params=("n2f.{task}.data", "n2f.{task}.evaluate")),
+              params=("n2f.{task}.data", "n2f.{task}.evaluate"),
+              dvc=(DvcStage(f"tprepro n2f-quality --task ${{item.task}} --data {DATA} --out {QUALITY}", matrix=EACH_TASK,
+                            deps=(f"{DATA}/train", f"{DATA}/test"), results=(QUALITY,)),)),
         Stage("n2f-train", "train one N2F model (resumes from its last checkpoint)",
-              "tprepro n2f-train --task algolisp --model tp_n2f --seed 1 --train data/n2f/algolisp/train "
-              "--vocab data/n2f/algolisp/vocab.json --out n2f/models/algolisp/tp_n2f-s1 "
-              "--checkpoints n2f/checkpoints/algolisp/tp_n2f-s1",
               _with_task(lambda p: train_arguments(p, "n2f.models", seeds="n2f.seeds")), _train,
               processes=_train_processes, code=(*TRAINING, "experiments/n2f"),
-              params=("n2f.{task}.models.{model}", "n2f.{task}.train", "n2f.train", "train")),
+              params=("n2f.{task}.models.{model}", "n2f.{task}.train", "n2f.train", "train"),
+              dvc=(DvcStage("tprepro n2f-train --task ${item.task} --model ${item.model} --seed ${item.seed} "
+                            f"--train {DATA}/train --vocab {DATA}/vocab.json --out {MODELS}/{RUN} "
+                            f"--checkpoints n2f/checkpoints/${{item.task}}/{RUN}",
+                            matrix=RUNS, deps=(f"{DATA}/train", f"{DATA}/vocab.json"),
+                            outs=(f"{MODELS}/{RUN}/model.pt",), results=(f"{MODELS}/{RUN}/train_metrics.json",)),)),
         Stage("n2f-evaluate", "greedy programs on the test split, scored the task's way",
-              "tprepro n2f-evaluate --task algolisp --model-dir n2f/models/algolisp/tp_n2f-s1 "
-              "--test data/n2f/algolisp/test --out n2f/eval/algolisp/tp_n2f-s1.csv",
               _with_task(lambda p: test_arguments(p, "per-metric CSV")), _evaluate,
               code=(*EVALUATION, "experiments/n2f"),
-              params=("n2f.evaluate", "n2f.{task}.evaluate", "n2f.{task}.data")),
+              params=("n2f.evaluate", "n2f.{task}.evaluate", "n2f.{task}.data"),
+              dvc=(DvcStage(f"tprepro n2f-evaluate --task ${{item.task}} --model-dir {MODELS}/{RUN} "
+                            f"--test {DATA}/test --out {EVALS}/{RUN}.csv",
+                            matrix=RUNS,
+                            deps=(f"{MODELS}/{RUN}/model.pt", f"{MODELS}/{RUN}/train_metrics.json", f"{DATA}/test"),
+                            results=(f"{EVALS}/{RUN}.csv",)),)),
         Stage("n2f-tables", "the task's table (MathQA: Table 1, AlgoLisp: Table 2)",
-              "tprepro n2f-tables --task algolisp --eval-dir n2f/eval/algolisp --models-dir n2f/models/algolisp "
-              "--table-csv results/tables/algolisp.csv --table-md results/tables/algolisp.md --table-html "
-              "results/tables/algolisp.html "
-              "--metrics results/algolisp_metrics.json",
               _with_task(table_arguments), _tables, code=(*PUBLISHING, "experiments/n2f"),
-              params=("n2f.seeds", "n2f.train", "n2f.{task}.train", "train.steps", "train.batch_size", "n2f.models")),
+              params=("n2f.seeds", "n2f.train", "n2f.{task}.train", "train.steps", "train.batch_size", "n2f.models"),
+              dvc=(DvcStage(f"tprepro n2f-tables --task ${{item.task}} --eval-dir {EVALS} --models-dir {MODELS} "
+                            f"--table-csv {TABLE}.csv --table-md {TABLE}.md --table-html {TABLE}.html "
+                            "--metrics results/${item.task}_metrics.json",
+                            matrix=EACH_TASK, deps=(EVALS, MODELS, QUALITY),
+                            results=(f"{TABLE}.csv", f"{TABLE}.md", f"{TABLE}.html"),
+                            metrics=("results/${item.task}_metrics.json",)),)),
         Stage("interpret-n2f", "cluster the TP-N2F decoder's relation unbinding vectors",
-              "tprepro interpret-n2f --task algolisp --model-dir n2f/models/algolisp/tp_n2f-s1 "
-              "--test data/n2f/algolisp/test --out results/interpret/n2f/algolisp",
               _with_task(lambda p: test_arguments(p, "output directory (replaced only when complete)")), _interpret,
               code=(*INTERPRETING, "experiments/n2f"),
-              params=("interpret.seed", "interpret.unbinding")),
+              params=("interpret.seed", "interpret.unbinding"),
+              dvc=(DvcStage(f"tprepro interpret-n2f --task ${{item.task}} --model-dir {MODELS}/{UNBOUND} "
+                            f"--test {DATA}/test --out results/interpret/n2f/${{item.task}}",
+                            matrix=EACH_TASK,
+                            deps=(f"{MODELS}/{UNBOUND}/model.pt", f"{MODELS}/{UNBOUND}/train_metrics.json",
+                                  f"{EVALS}/{UNBOUND}.csv", f"{DATA}/test"),
+                            results=("results/interpret/n2f/${item.task}",)),)),
     ),
     models=lambda params: {f"n2f.{task}.models": list(params["n2f"]["models"]) for task in params["n2f"]["tasks"]},
     codecs=(CODEC,),
     check=check_n2f,
+    example_items={"item.task": "algolisp", "item.model": "tp_n2f", "item.seed": "1",
+                   "interpret.unbinding.model": "tp_n2f", "n2f.seeds[0]": "1"},
 )

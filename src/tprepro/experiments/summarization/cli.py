@@ -6,8 +6,8 @@ from pathlib import Path
 
 from tprepro.data.codecs import CodecKind
 from tprepro.experiments.summarization.settings import check_summarization
-from tprepro.experiments import (COMMON, EVALUATION, PUBLISHING, TRAINING, Experiment, Stage, table_arguments,
-                                 table_outputs)
+from tprepro.experiments import (COMMON, EVALUATION, PUBLISHING, TRAINING, DvcStage, Experiment, Stage,
+                                 table_arguments, table_outputs)
 
 
 def _corpus(args) -> None:
@@ -74,40 +74,62 @@ DATA_CODE = (f"{S}/__init__.py", f"{S}/corpus.py", f"{S}/loaders.py", f"{S}/toke
              f"{S}/stages.py", "data/shards.py")
 CODEC = CodecKind("tprepro.experiments.summarization.tokenizer:SubwordCodec",
                   answer="tprepro.experiments.summarization.stages:answer_documents")
+# dvc.yaml's paths: a run's dataset and model range over RUNS.
+RUNS = {"dataset": "${summarization.datasets}", "model": "${summarization.models}"}
+CORPUS = "data/summarization/corpus"
+DATA = "data/summarization/${item.dataset}"
+MODEL = "summarization/models/${item.dataset}/${item.model}"
+CHECKPOINTS = "summarization/checkpoints/${item.dataset}/${item.model}"
+SCORES = "summarization/eval/${item.dataset}/${item.model}.json"
+TABLE = "results/tables/summarization"
+
 EXPERIMENT = Experiment(
     name="summarization",
     title="Jiang et al.: TPT-d vs TPT-c vs Transformer on XSum, CNN/DM, Wikihow and arXiv (ROUGE)",
     stages=(
         Stage("summarization-corpus", "write the CI corpus (stdlib docstrings) in every release format",
-              "tprepro summarization-corpus --out data/summarization/corpus", _corpus_arguments, _corpus,
+              _corpus_arguments, _corpus,
               code=(*COMMON, f"{S}/__init__.py", f"{S}/corpus.py", f"{S}/stages.py"),
-              params=("summarization.corpus",)),
+              params=("summarization.corpus",),
+              dvc=(DvcStage(f"tprepro summarization-corpus --out {CORPUS}", outs=(CORPUS,)),)),
         Stage("summarization-data", "load one dataset's release into shards and train its subword model",
-              "tprepro summarization-data --dataset xsum --corpus data/summarization/corpus "
-              "--out data/summarization/xsum", _data_arguments, _data, code=(*COMMON, *DATA_CODE),
+              _data_arguments, _data, code=(*COMMON, *DATA_CODE),
               params=("summarization.datasets.{dataset}", "summarization.corpus", "summarization.data",
-                      "summarization.seed")),
+                      "summarization.seed"),
+              dvc=(DvcStage(f"tprepro summarization-data --dataset ${{key}} --corpus {CORPUS} "
+                            "--out data/summarization/${key}",
+                            foreach="${summarization.datasets}", foreach_key=True,
+                            deps=(CORPUS,), outs=("data/summarization/${key}",)),)),
         Stage("summarization-train", "train one summarization model (resumes from its checkpoint)",
-              "tprepro summarization-train --dataset xsum --model tpt_d --data data/summarization/xsum "
-              "--out summarization/models/xsum/tpt_d --checkpoints summarization/checkpoints/xsum/tpt_d",
               _train_arguments, _train, code=(*TRAINING, f"{S}/tokenizer.py", f"{S}/settings.py", f"{S}/stages.py"),
               params=("summarization.models.{model}", "summarization.train", "summarization.data",
-                      "summarization.seed", "train")),
+                      "summarization.seed", "train"),
+              dvc=(DvcStage("tprepro summarization-train --dataset ${item.dataset} --model ${item.model} "
+                            f"--data {DATA} --out {MODEL} --checkpoints {CHECKPOINTS}",
+                            matrix=RUNS, deps=(DATA,),
+                            outs=(f"{MODEL}/model.pt",), results=(f"{MODEL}/train_metrics.json",)),)),
         Stage("summarization-evaluate", "beam-search the test split and score it with ROUGE",
-              "tprepro summarization-evaluate --dataset xsum --model-dir summarization/models/xsum/tpt_d "
-              "--data data/summarization/xsum --out summarization/eval/xsum/tpt_d.json", _evaluate_arguments,
+              _evaluate_arguments,
               _evaluate, code=(*EVALUATION, f"{S}/tokenizer.py", f"{S}/decoding.py", f"{S}/scoring.py",
                                f"{S}/settings.py", f"{S}/stages.py"),
-              params=("summarization.evaluate",)),
+              params=("summarization.evaluate",),
+              dvc=(DvcStage("tprepro summarization-evaluate --dataset ${item.dataset} "
+                            f"--model-dir {MODEL} --data {DATA} --out {SCORES}",
+                            matrix=RUNS, deps=(f"{MODEL}/model.pt", f"{MODEL}/train_metrics.json", DATA),
+                            results=(SCORES,)),)),
         Stage("summarization-tables", "the summarization table and report",
-              "tprepro summarization-tables --eval-dir summarization/eval --table-csv "
-              "results/tables/summarization.csv --table-md results/tables/summarization.md --table-html "
-              "results/tables/summarization.html --metrics results/summarization_metrics.json",
               _tables_arguments, _tables,
               code=(*PUBLISHING, f"{S}/table.py", f"{S}/stages.py"),
-              params=("summarization.models", "summarization.datasets", "summarization.report")),
+              params=("summarization.models", "summarization.datasets", "summarization.report"),
+              dvc=(DvcStage("tprepro summarization-tables --eval-dir summarization/eval "
+                            f"--table-csv {TABLE}.csv --table-md {TABLE}.md --table-html {TABLE}.html "
+                            "--metrics results/summarization_metrics.json",
+                            deps=("summarization/eval",),
+                            results=(f"{TABLE}.csv", f"{TABLE}.md", f"{TABLE}.html"),
+                            metrics=("results/summarization_metrics.json",)),)),
     ),
     models=lambda params: {"summarization.models": list(params["summarization"]["models"])},
     codecs=(CODEC,),
     check=check_summarization,
+    example_items={"key": "xsum", "item.dataset": "xsum", "item.model": "tpt_d"},
 )

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from tprepro.experiments.two_variable.settings import check_two_variable
-from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, PUBLISHING, TRAINING, Experiment, Stage,
-                                 table_arguments, table_outputs, test_arguments,
-                                 train_arguments)
+from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, PUBLISHING, TRAINING, DvcStage, Experiment,
+                                 Stage, accuracy_bars, learning_curve, table_arguments, table_outputs,
+                                 test_arguments, train_arguments)
 
 
 def _data_arguments(p) -> None:
@@ -46,45 +46,71 @@ def _interpret(args) -> None:
     two_variable_stage(args.params, Path(args.model_dir), Path(args.test), Path(args.out))
 
 
+# dvc.yaml paths of one run: ${item.model} and ${item.seed} range over RUNS.
+RUNS = {"model": "${two_variable.models}", "seed": "${two_variable.seeds}"}
+RUN = "${item.model}-s${item.seed}"
+MODEL = f"two_variable/models/{RUN}"
+DATA = "data/two_variable"
+TABLE = "results/tables/two_variable_types"
+
 EXPERIMENT = Experiment(
     name="two_variable",
     title="Wangperawong 2018: Transformer, UT and AUT on two-variable arithmetic (Table 3)",
     stages=(
         Stage("two-variable-data", "generate the two-variable arithmetic data (train/ and test/) and its vocabulary",
-              "tprepro two-variable-data --out data/two_variable --vocab data/two_variable/vocab.json",
               _data_arguments, _data,
               code=(*COMMON, "experiments/two_variable/data.py", "experiments/two_variable/stages.py",
                     "data/shards.py", "data/vocab.py"),
-              params=("two_variable.data", "vocab")),
+              params=("two_variable.data", "vocab"),
+              dvc=(DvcStage(f"tprepro two-variable-data --out {DATA} --vocab {DATA}/vocab.json",
+                            outs=(f"{DATA}/train", f"{DATA}/test", f"{DATA}/vocab.json")),)),
         Stage("two-variable-train", "train one model of the two-variable experiment",
-              "tprepro two-variable-train --model ut --seed 1 --train data/two_variable/train "
-              "--vocab data/two_variable/vocab.json --out two_variable/models/ut-s1 "
-              "--checkpoints two_variable/checkpoints/ut-s1 --heldout data/two_variable/test",
               lambda p: train_arguments(p, "two_variable.models", heldout=True, seeds="two_variable.seeds"), _train,
               code=(*TRAINING, "experiments/two_variable/stages.py"),
-              params=("two_variable.models.{model}", "two_variable.train", "train", "evaluate")),
+              params=("two_variable.models.{model}", "two_variable.train", "train", "evaluate"),
+              dvc=(DvcStage("tprepro two-variable-train --model ${item.model} --seed ${item.seed} "
+                            f"--train {DATA}/train --vocab {DATA}/vocab.json --out {MODEL} "
+                            f"--checkpoints two_variable/checkpoints/{RUN} --heldout {DATA}/test",
+                            matrix=RUNS,
+                            deps=(f"{DATA}/train", f"{DATA}/vocab.json", f"{DATA}/test"),
+                            outs=(f"{MODEL}/model.pt",),
+                            results=(f"{MODEL}/train_metrics.json",),
+                            plots=(learning_curve(f"{MODEL}/learning_curve.csv"),)),)),
         Stage("two-variable-evaluate", "test accuracy per expression type",
-              "tprepro two-variable-evaluate --model-dir two_variable/models/ut-s1 --test data/two_variable/test "
-              "--out two_variable/eval/ut-s1.csv", lambda p: test_arguments(p, "per-type CSV"), _evaluate,
+              lambda p: test_arguments(p, "per-type CSV"), _evaluate,
               code=(*EVALUATION, "experiments/two_variable/stages.py", "experiments/two_variable/data.py"),
-              params=("evaluate",)),
+              params=("evaluate",),
+              dvc=(DvcStage(f"tprepro two-variable-evaluate --model-dir {MODEL} --test {DATA}/test "
+                            f"--out two_variable/eval/{RUN}.csv",
+                            matrix=RUNS,
+                            deps=(f"{MODEL}/model.pt", f"{MODEL}/train_metrics.json", f"{DATA}/test"),
+                            plots=(accuracy_bars(f"two_variable/eval/{RUN}.csv", per="expression type"),)),)),
         Stage("two-variable-tables", "the per-type table (Wangperawong, Table 3)",
-              "tprepro two-variable-tables --eval-dir two_variable/eval --models-dir two_variable/models --table-csv "
-              "results/tables/two_variable_types.csv --table-md results/tables/two_variable_types.md --table-html "
-              "results/tables/two_variable_types.html "
-              "--curves results/figures/two_variable_learning_curves.png --metrics results/two_variable_metrics.json",
               lambda p: table_arguments(p, curves="the learning-curve figure (PNG)"), _tables,
               code=(*PUBLISHING, "experiments/two_variable/stages.py", "experiments/two_variable/table.py",
                     "experiments/two_variable/data.py"),
               params=("two_variable.models", "two_variable.seeds", "two_variable.train", "two_variable.data.size",
-                      "train")),
+                      "train"),
+              dvc=(DvcStage("tprepro two-variable-tables --eval-dir two_variable/eval --models-dir two_variable/models "
+                            f"--table-csv {TABLE}.csv --table-md {TABLE}.md --table-html {TABLE}.html "
+                            "--curves results/figures/two_variable_learning_curves.png "
+                            "--metrics results/two_variable_metrics.json",
+                            deps=("two_variable/eval", "two_variable/models"),
+                            results=(f"{TABLE}.csv", f"{TABLE}.md", f"{TABLE}.html",
+                                     "results/figures/two_variable_learning_curves.png"),
+                            metrics=("results/two_variable_metrics.json",)),)),
         Stage("interpret-two-variable", "attention maps (and ponder maps of an adaptive model) of one model",
-              "tprepro interpret-two-variable --model-dir two_variable/models/aut-s1 --test data/two_variable/test "
-              "--out results/interpret/two_variable/aut-s1",
               lambda p: test_arguments(p, "output directory (replaced only when complete)"), _interpret,
               code=(*INTERPRETING, "experiments/two_variable/data.py", "experiments/two_variable/interpret.py"),
-              params=("interpret.seed", "interpret.examples", "interpret.attention", "interpret.ponder")),
+              params=("interpret.seed", "interpret.examples", "interpret.attention", "interpret.ponder"),
+              dvc=(DvcStage(f"tprepro interpret-two-variable --model-dir {MODEL} --test {DATA}/test "
+                            f"--out results/interpret/two_variable/{RUN}",
+                            matrix=RUNS,
+                            deps=(f"{MODEL}/model.pt", f"{MODEL}/train_metrics.json", f"two_variable/eval/{RUN}.csv",
+                                  f"{DATA}/test"),
+                            results=(f"results/interpret/two_variable/{RUN}",)),)),
     ),
     models=lambda params: {"two_variable.models": list(params["two_variable"]["models"])},
     check=check_two_variable,
+    example_items={"item.model": "ut", "item.seed": "1"},
 )

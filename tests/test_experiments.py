@@ -1,0 +1,115 @@
+"""The experiment registry: a new experiment is one folder under experiments/ (plus one `.smk` include),
+and the CLI, `tprepro validate`, the generated dvc.yaml and Snakemake all pick it up."""
+
+import subprocess
+import sys
+
+import pytest
+
+from helpers import REPO, copy_project, tool_env
+
+TOY_CLI = '''"""A toy experiment: one stage that counts to the params' train.steps."""
+
+from pathlib import Path
+
+from tprepro.experiments import COMMON, DvcStage, Experiment, Stage
+
+
+def _arguments(parser) -> None:
+    parser.add_argument("--out", required=True, help="the count file")
+
+
+def _count(args) -> None:
+    from tprepro.params import load_params
+
+    Path(args.out).write_text(f"{load_params(args.params)['train']['steps']}\\n")
+
+
+EXPERIMENT = Experiment(
+    name="toy",
+    title="A toy experiment",
+    stages=(Stage("toy-count", "write the number of training steps", _arguments, _count,
+                  code=(*COMMON, "experiments/toy/cli.py"), params=("train.steps",),
+                  dvc=(DvcStage("tprepro toy-count --out results/toy.txt", results=("results/toy.txt",)),)),),
+)
+'''
+
+TOY_RULE = '''
+rule toy_count:
+    input:
+        code=code_digest("toy-count"),
+    output:
+        "results/toy.txt",
+    params:
+        **settings("toy-count", P),
+    shell:
+        "tprepro toy-count --out {output}"
+'''
+
+
+@pytest.fixture(scope="module")
+def toy_project(tmp_path_factory):
+    """A copy of the project with the toy experiment added: its package and its rule file included."""
+    root = copy_project(tmp_path_factory.mktemp("toy") / "repo")
+    package = root / "src/tprepro/experiments/toy"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "cli.py").write_text(TOY_CLI)
+    (root / "workflow/rules/toy.smk").write_text(TOY_RULE)
+    with (root / "Snakefile").open("a") as snakefile:
+        snakefile.write('\ninclude: "workflow/rules/toy.smk"\n')
+    return root
+
+
+def run(root, *argv) -> str:
+    """stdout of `argv` in `root`, importing the project copy's tprepro (with its toy experiment)."""
+    result = subprocess.run(argv, cwd=root, env=tool_env(PYTHONPATH=str(root / "src")), capture_output=True,
+                            text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+def tprepro(root, *argv) -> str:
+    return run(root, sys.executable, "-m", "tprepro", *argv)
+
+
+def test_the_cli_lists_the_new_experiments_stage_with_an_example(toy_project):
+    assert "toy-count" in tprepro(toy_project, "--help")
+    assert "tprepro toy-count --out results/toy.txt" in tprepro(toy_project, "toy-count", "--help")
+
+
+def test_validate_accepts_the_params_with_the_new_experiment(toy_project):
+    tprepro(toy_project, "validate", "--params", "params.yaml")
+
+
+def test_the_generated_dvc_yaml_has_the_new_stage_and_dvc_reads_it(toy_project):
+    import yaml
+
+    text = tprepro(toy_project, "dvc-yaml")
+    entry = yaml.safe_load(text)["stages"]["toy_count"]
+    assert entry["cmd"] == "tprepro toy-count --out results/toy.txt"
+    assert "src/tprepro/experiments/toy/cli.py" in entry["deps"] and entry["params"] == ["train.steps"]
+    (toy_project / "dvc.yaml").write_text(text)
+    subprocess.run(["git", "init", "-q"], cwd=toy_project, check=True)
+    assert "toy_count" in run(toy_project, sys.executable, "-m", "dvc", "stage", "list", "--name-only").split()
+
+
+def test_snakemake_plans_the_new_rule_with_its_stage_code_and_params(toy_project):
+    plan = run(toy_project, sys.executable, "-m", "snakemake", "-n", "-p", "--cores", "1", "results/toy.txt")
+    assert "rule toy_count:" in plan and ".snakemake/tprepro/code/toy-count.sha256" in plan
+    assert "tprepro toy-count --out results/toy.txt" in plan
+
+
+def test_adding_it_touched_only_its_folder_the_rule_file_and_one_include(toy_project):
+    """Beside its own folder and rule file, only the Snakefile's include and the regenerated dvc.yaml differ."""
+    (toy_project / "dvc.yaml").write_text(tprepro(toy_project, "dvc-yaml"))
+    skipped = {".snakemake", ".git", ".dvc", "__pycache__"}
+    changed = sorted(str(path.relative_to(toy_project)) for path in toy_project.rglob("*")
+                     if path.is_file() and not skipped & set(path.relative_to(toy_project).parts)
+                     and not same_file(REPO / path.relative_to(toy_project), path))
+    assert changed == ["Snakefile", "dvc.yaml", "src/tprepro/experiments/toy/__init__.py",
+                       "src/tprepro/experiments/toy/cli.py", "workflow/rules/toy.smk"]
+
+
+def same_file(original, copy) -> bool:
+    return original.is_file() and original.read_bytes() == copy.read_bytes()
