@@ -160,3 +160,25 @@ def test_a_params_file_is_validated_once_per_process_until_its_bytes_change(tmp_
     with pytest.raises(TpreproError, match=r"two_variable.train.steps: 0 is less than the minimum of 1"):
         load_params(path)
     assert len(calls) == 2
+
+
+def test_the_shared_schema_names_no_experiment_section_and_each_experiment_brings_its_own():
+    """params/schema.yaml holds the shared sections; two_variable, n2f and summarization come from
+    their experiments' schema.yaml, and an error inside one still names the file and the key."""
+    import yaml
+
+    from tprepro.experiments import experiments
+
+    shared = yaml.safe_load((REPO / "src/tprepro/params/schema.yaml").read_text())
+    for name in experiments():
+        assert name not in shared["properties"] and name not in shared["required"]
+    for name in ("two_variable", "n2f", "summarization"):
+        own = yaml.safe_load((REPO / f"src/tprepro/experiments/{name}/schema.yaml").read_text())
+        assert list(own["properties"]) == [name]
+    params = load_default_params()
+    params["two_variable"]["data"]["size"] = 1
+    with pytest.raises(TpreproError, match=r"params.yaml: two_variable.data.size: 1 is less than the minimum of 2"):
+        validate_params(params, "params.yaml")
+    del params["n2f"]
+    with pytest.raises(TpreproError, match=r"params.yaml: n2f: 'n2f' is a required property"):
+        validate_params(params, "params.yaml")

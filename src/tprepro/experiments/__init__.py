@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import functools
 import importlib
+import importlib.resources
 import pkgutil
 import re
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from typing import Callable
 
 from tprepro.data.codecs import CodecKind
 from tprepro.data.codecs import register as register_codec
-from tprepro.params import ExperimentRules, register_rules
+from tprepro.params import ExperimentRules, read_yaml, register_rules
 
 Runner = Callable[[argparse.Namespace], "int | None"]
 
@@ -121,8 +122,15 @@ def experiments() -> dict[str, Experiment]:
             found[experiment.name] = experiment
             for kind in experiment.codecs:
                 register_codec(kind)
-            register_rules(experiment.name, ExperimentRules(experiment.check, experiment.models))
+            register_rules(experiment.name, ExperimentRules(experiment.check, experiment.models,
+                                                            _own_schema(info.name)))
     return found
+
+
+def _own_schema(package: str) -> dict:
+    """The experiment's params sections (experiments/<package>/schema.yaml), or none."""
+    schema = importlib.resources.files(f"{__name__}.{package}").joinpath("schema.yaml")
+    return read_yaml(str(schema)) if schema.is_file() else {}
 
 
 # Argument groups several experiments' stages share.

@@ -13,7 +13,7 @@ import hashlib
 import math
 import os
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from importlib import resources
 from pathlib import Path
 from typing import Any, Callable
@@ -35,10 +35,30 @@ def default_params_path() -> str:
 
 
 @functools.cache
-def _schema() -> dict:
-    """The params schema, read once per process (callers must not mutate it)."""
+def _shared_schema() -> dict:
+    """The schema of the shared sections, read once per process."""
     text = resources.files("tprepro.params").joinpath("schema.yaml").read_text(encoding="utf-8")
     return yaml.load(text, Loader=_UniqueKeyLoader)
+
+
+def _schema() -> dict:
+    """The params schema: the shared sections and every registered experiment's (callers must not
+    mutate it)."""
+    return _merged_schema(tuple(_RULES))
+
+
+@functools.cache
+def _merged_schema(experiments: tuple[str, ...]) -> dict:
+    schema = copy.deepcopy(_shared_schema())
+    for name in experiments:
+        own = _RULES[name].schema
+        for section in own.get("properties", {}):
+            if section in schema["properties"]:
+                raise ValueError(f"experiment {name}: params section {section!r} is declared twice")
+        schema["properties"].update(own.get("properties", {}))
+        schema["required"] = [*schema["required"], *own.get("properties", {})]
+        schema["$defs"].update(own.get("$defs", {}))
+    return schema
 
 
 def _key_path(error: jsonschema.ValidationError) -> str:
@@ -82,6 +102,9 @@ class ExperimentRules:
 
     check: Callable[[dict, str], None]  # cross-key rules of its sections; raises TpreproError naming the key
     models: Callable[[dict], dict[str, list[str]]]  # {dotted path of a models mapping: the names it builds}
+    # JSON Schema of its own params sections ({"properties": {section: schema}, "$defs": {...}}),
+    # merged into the shared schema; every section it names is required.
+    schema: dict = field(default_factory=dict)
 
 
 _RULES: dict[str, ExperimentRules] = {}
