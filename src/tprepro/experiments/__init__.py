@@ -41,6 +41,11 @@ class DvcStage:
     plots: tuple[dict, ...] = ()  # `dvc plots show` files with their chart (learning_curve, accuracy_bars)
 
 
+def trained(model_dir: str) -> tuple[str, str]:
+    """A trained model's files in `model_dir` (a DVC path): what its evaluate and interpret stages read."""
+    return f"{model_dir}/model.pt", f"{model_dir}/train_metrics.json"
+
+
 def learning_curve(path: str) -> dict:
     """A run's learning_curve.csv as a DVC plot: held-out exact match per checkpoint."""
     return {path: {"cache": False, "template": "exact_match_curve", "x": "step", "y": "heldout_exact_match",

@@ -7,7 +7,7 @@ from pathlib import Path
 from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE, TRAIN_SPLITS
 from tprepro.experiments.mathematics.settings import check_mathematics
 from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, PUBLISHING, TRAINING, DvcStage, Experiment,
-                                 Stage, accuracy_bars, learning_curve, table_arguments, table_outputs)
+                                 Stage, accuracy_bars, learning_curve, table_arguments, table_outputs, trained)
 
 
 def _dirs(paths: list[str]) -> list[Path]:
@@ -172,8 +172,7 @@ EXPERIMENT = Experiment(
               dvc=(DvcStage(f"tprepro evaluate --model-dir {MODEL} --interpolate {HELDOUT} --extrapolate "
                             f"{EXTRAPOLATION} --train {' '.join(TRAIN_DIRS)} --out results/eval/{RUN}.csv",
                             matrix=RUNS,
-                            deps=(f"{MODEL}/model.pt", f"{MODEL}/train_metrics.json", HELDOUT, EXTRAPOLATION,
-                                  *TRAIN_DIRS),
+                            deps=(*trained(MODEL), HELDOUT, EXTRAPOLATION, *TRAIN_DIRS),
                             plots=(accuracy_bars(f"results/eval/{RUN}.csv", per="module"),)),)),
         Stage("tables", "assemble Table 1, the per-module table and figure",
               _tables_arguments, _tables,
@@ -198,8 +197,7 @@ EXPERIMENT = Experiment(
               dvc=(DvcStage(f"tprepro interpret-mathematics --model-dir {MODEL} --interpolate {HELDOUT} "
                             f"--out results/interpret/mathematics/{RUN}",
                             matrix=RUNS,
-                            deps=(f"{MODEL}/model.pt", f"{MODEL}/train_metrics.json", f"results/eval/{RUN}.csv",
-                                  f"{HELDOUT}/${{interpret.module}}"),
+                            deps=(*trained(MODEL), f"results/eval/{RUN}.csv", f"{HELDOUT}/${{interpret.module}}"),
                             results=(f"results/interpret/mathematics/{RUN}",)),)),
         Stage("interpret-reconstruction", "the head-reconstruction MSE table and bar chart over the grid's runs",
               _reconstruction_arguments, _reconstruction,

@@ -7,7 +7,7 @@ from pathlib import Path
 from tprepro.data.codecs import CodecKind
 from tprepro.experiments.n2f.settings import check_n2f
 from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, PUBLISHING, TRAINING, DvcStage, Experiment,
-                                 Stage, table_arguments, table_outputs, test_arguments, train_arguments)
+                                 Stage, table_arguments, table_outputs, test_arguments, train_arguments, trained)
 from tprepro.experiments.n2f import TASKS
 
 
@@ -116,8 +116,7 @@ EXPERIMENT = Experiment(
               dvc=(DvcStage(f"tprepro n2f-evaluate --task ${{item.task}} --model-dir {MODELS}/{RUN} "
                             f"--test {DATA}/test --out {EVALS}/{RUN}.csv",
                             matrix=RUNS,
-                            deps=(f"{MODELS}/{RUN}/model.pt", f"{MODELS}/{RUN}/train_metrics.json", f"{DATA}/test"),
-                            results=(f"{EVALS}/{RUN}.csv",)),)),
+                            deps=(*trained(f"{MODELS}/{RUN}"), f"{DATA}/test"), results=(f"{EVALS}/{RUN}.csv",)),)),
         Stage("n2f-tables", "the task's table (MathQA: Table 1, AlgoLisp: Table 2)",
               _with_task(table_arguments), _tables, code=(*PUBLISHING, "experiments/n2f"),
               params=("n2f.seeds", "n2f.train", "n2f.{task}.train", "train.steps", "train.batch_size", "n2f.models"),
@@ -134,8 +133,7 @@ EXPERIMENT = Experiment(
               dvc=(DvcStage(f"tprepro interpret-n2f --task ${{item.task}} --model-dir {MODELS}/{UNBOUND} "
                             f"--test {DATA}/test --out results/interpret/n2f/${{item.task}}",
                             matrix=EACH_TASK,
-                            deps=(f"{MODELS}/{UNBOUND}/model.pt", f"{MODELS}/{UNBOUND}/train_metrics.json",
-                                  f"{EVALS}/{UNBOUND}.csv", f"{DATA}/test"),
+                            deps=(*trained(f"{MODELS}/{UNBOUND}"), f"{EVALS}/{UNBOUND}.csv", f"{DATA}/test"),
                             results=("results/interpret/n2f/${item.task}",)),)),
     ),
     models=lambda params: {f"n2f.{task}.models": list(params["n2f"]["models"]) for task in params["n2f"]["tasks"]},

@@ -7,7 +7,7 @@ from pathlib import Path
 from tprepro.data.codecs import CodecKind
 from tprepro.experiments.summarization.settings import check_summarization
 from tprepro.experiments import (COMMON, EVALUATION, PUBLISHING, TRAINING, DvcStage, Experiment, Stage,
-                                 table_arguments, table_outputs)
+                                 table_arguments, table_outputs, trained)
 
 
 def _corpus(args) -> None:
@@ -115,7 +115,7 @@ EXPERIMENT = Experiment(
               params=("summarization.evaluate",),
               dvc=(DvcStage("tprepro summarization-evaluate --dataset ${item.dataset} "
                             f"--model-dir {MODEL} --data {DATA} --out {SCORES}",
-                            matrix=RUNS, deps=(f"{MODEL}/model.pt", f"{MODEL}/train_metrics.json", DATA),
+                            matrix=RUNS, deps=(*trained(MODEL), DATA),
                             results=(SCORES,)),)),
         Stage("summarization-tables", "the summarization table and report",
               _tables_arguments, _tables,

@@ -7,7 +7,7 @@ from pathlib import Path
 from tprepro.experiments.two_variable.settings import check_two_variable
 from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, PUBLISHING, TRAINING, DvcStage, Experiment,
                                  Stage, accuracy_bars, learning_curve, table_arguments, table_outputs,
-                                 test_arguments, train_arguments)
+                                 test_arguments, train_arguments, trained)
 
 
 def _data_arguments(p) -> None:
@@ -83,7 +83,7 @@ EXPERIMENT = Experiment(
               dvc=(DvcStage(f"tprepro two-variable-evaluate --model-dir {MODEL} --test {DATA}/test "
                             f"--out two_variable/eval/{RUN}.csv",
                             matrix=RUNS,
-                            deps=(f"{MODEL}/model.pt", f"{MODEL}/train_metrics.json", f"{DATA}/test"),
+                            deps=(*trained(MODEL), f"{DATA}/test"),
                             plots=(accuracy_bars(f"two_variable/eval/{RUN}.csv", per="expression type"),)),)),
         Stage("two-variable-tables", "the per-type table (Wangperawong, Table 3)",
               lambda p: table_arguments(p, curves="the learning-curve figure (PNG)"), _tables,
@@ -106,8 +106,7 @@ EXPERIMENT = Experiment(
               dvc=(DvcStage(f"tprepro interpret-two-variable --model-dir {MODEL} --test {DATA}/test "
                             f"--out results/interpret/two_variable/{RUN}",
                             matrix=RUNS,
-                            deps=(f"{MODEL}/model.pt", f"{MODEL}/train_metrics.json", f"two_variable/eval/{RUN}.csv",
-                                  f"{DATA}/test"),
+                            deps=(*trained(MODEL), f"two_variable/eval/{RUN}.csv", f"{DATA}/test"),
                             results=(f"results/interpret/two_variable/{RUN}",)),)),
     ),
     models=lambda params: {"two_variable.models": list(params["two_variable"]["models"])},
