@@ -57,7 +57,7 @@ from tprepro.experiments.n2f.settings import n2f_train  # noqa: E402
 from tprepro.experiments.two_variable.settings import two_variable_train  # noqa: E402
 from tprepro.pipeline import model_config  # noqa: E402
 from tprepro.train.callbacks import Callback  # noqa: E402
-from tprepro.train.trainer import Trainer, TrainJob, unwrap  # noqa: E402
+from tprepro.train.trainer import FINGERPRINT_DEFAULTS, Trainer, TrainJob, unwrap  # noqa: E402
 
 EXPERIMENTS = ("mathematics", "two_variable", "algolisp", "mathqa", "summarization")
 REFERENCE_ARM = "random"
@@ -333,7 +333,9 @@ def reprint(paths: list[Path], arms: list[str] | None = None) -> None:
     merged: dict[str, dict] = {}
     for path in paths:
         report = json.loads(path.read_text())
-        key = json.dumps([report["experiment"], report["model"], report["train"]], sort_keys=True)
+        # a setting added after a sweep ran is absent from its file: at its default, the same run
+        train = {**FINGERPRINT_DEFAULTS, **report["train"]}
+        key = json.dumps([report["experiment"], report["model"], train], sort_keys=True)
         table = merged.setdefault(key, {**report, "runs": {}, "diversity": {}, "files": []})
         table["files"].append(path.name)
         table["diversity"].update(report["diversity"])

@@ -97,7 +97,7 @@ def target_loss(module: torch.nn.Module, output, tgt_out: torch.Tensor, pad_id: 
 
 # Settings left out of the fingerprint while at these values (what a run did before the setting
 # existed), so checkpoints written before the settings existed still resume.
-_FINGERPRINT_DEFAULTS = {"optimizer": "adam", "schedule": "constant", "batching": "buckets", "pool_batches": 16,
+FINGERPRINT_DEFAULTS = {"optimizer": "adam", "schedule": "constant", "batching": "buckets", "pool_batches": 16,
                          "loss_weighting": "batch"}
 
 
@@ -178,7 +178,7 @@ class TrainJob:
             "seed": self.seed,
             "model": asdict(self.model),
             "train": {k: v for k, v in asdict(self.config).items()
-                      if k not in _RESUMABLE_CHANGES and _FINGERPRINT_DEFAULTS.get(k, object()) != v},
+                      if k not in _RESUMABLE_CHANGES and FINGERPRINT_DEFAULTS.get(k, object()) != v},
             "vocab": list(self.vocab.symbols),
             "data": self.data_fingerprint,
         }
