@@ -250,6 +250,30 @@ def write_evaluation(rows: list[dict], out: Path, run, step: int,
     run.log_artifact(out, "evaluation")
 
 
+def evaluate_trained(model_dir: Path, device: str, experiment, out: Path,
+                     score: Callable[[Any, Any, dict], list[dict]],
+                     metric_name: Callable[[str], str] | None = None,
+                     extra: Callable[[Any, Any, Any, dict], None] | None = None) -> None:
+    """The evaluate stage of every experiment scored per (split, module): load the trained model in
+    `model_dir` onto `device`; `score(model, vocab, summary)` gives its rows (split, module,
+    accuracy, n, ...); print them and write them to `out` (CSV) and to the model's MLflow run in
+    `experiment` (write_evaluation, with `metric_name`); then `extra(model, vocab, run, summary)`
+    writes any further outputs (e.g. role sharpness) to the same run."""
+    from tprepro.evaluate.evaluate import load_trained
+    from tprepro.train.trainer import pick_device
+
+    summary = read_train_metrics(model_dir)
+    model, vocab, _ = load_trained(model_dir / MODEL_FILE, pick_device(device))
+    rows = [{"model": summary["model"], "seed": summary["seed"], **result} for result in score(model, vocab, summary)]
+    for row in rows:
+        print(f"{row['split']:>14} {row['module']:<40} {row['accuracy']:.4f} (n={row['n']})")
+    with training_run(experiment, summary) as run:  # FAILED if a write fails
+        write_evaluation(rows, out, run, summary["steps"], metric_name)
+        if extra is not None:
+            extra(model, vocab, run, summary)
+        run.finish()
+
+
 def write_role_sharpness(model, vocab, rows: list[tuple[str, str]], batch_size: int, out: Path, run,
                          summary: dict) -> None:
     """Discrete-role models only: the share of sharp role attentions (evaluate/roles.py) on `rows`,

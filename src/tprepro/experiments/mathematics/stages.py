@@ -13,9 +13,8 @@ from tprepro.params import TrainConfig, load_params
 from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE
 from tprepro.data.shards import Dataset, open_dataset
 from tprepro.experiments import mlflow_experiment
-from tprepro.pipeline import (MODEL_FILE, TrainingRun, heldout_settings, model_config, publish_table, published_rows,
-                              read_train_metrics, require_model, train_model, training_run, training_summaries,
-                              write_evaluation, write_role_sharpness)
+from tprepro.pipeline import (TrainingRun, evaluate_trained, heldout_settings, model_config, publish_table,
+                              published_rows, require_model, train_model, training_summaries, write_role_sharpness)
 
 
 def module_datasets(split_dirs: Sequence[Path], modules: Sequence[str]) -> list[tuple[str, str, Dataset]]:
@@ -48,30 +47,29 @@ def train_stage(params_path: str, name: str, seed: int, train_dirs: Sequence[Pat
 
 def evaluate_stage(params_path: str, model_dir: Path, interpolate_dir: Path, extrapolate_dir: Path,
                    train_dirs: Sequence[Path], out: Path) -> None:
-    from tprepro.evaluate.evaluate import full_set, load_trained, score, train_sample
-    from tprepro.train.trainer import pick_device
+    """Accuracy per module on interpolate, extrapolate and a sample of the training data, and (for
+    discrete roles) the role sharpness on the test sets."""
+    from tprepro.evaluate.evaluate import full_set, score, train_sample
 
     params = load_params(params_path)
     settings, grid = params["evaluate"], params["grid"]
-    summary = read_train_metrics(model_dir)
-    model, vocab, _ = load_trained(model_dir / MODEL_FILE, pick_device(params["train"]["device"]))
+    sets = []  # the evaluation sets, built when the model is loaded
 
-    sets = [full_set(INTERPOLATE, m, open_dataset(interpolate_dir / m)) for m in grid["modules"]]
-    sets += [full_set(EXTRAPOLATE, m, open_dataset(extrapolate_dir / m)) for m in grid["extrapolation_modules"]]
-    for module in grid["modules"]:
-        per_split = [open_dataset(d / module) for d in train_dirs]
-        sets.append(train_sample(module, per_split, settings["train_sample"], summary["seed"]))
+    def score_sets(model, vocab, summary: dict) -> list[dict]:
+        sets.extend(full_set(INTERPOLATE, m, open_dataset(interpolate_dir / m)) for m in grid["modules"])
+        sets.extend(full_set(EXTRAPOLATE, m, open_dataset(extrapolate_dir / m))
+                    for m in grid["extrapolation_modules"])
+        for module in grid["modules"]:
+            per_split = [open_dataset(d / module) for d in train_dirs]
+            sets.append(train_sample(module, per_split, settings["train_sample"], summary["seed"]))
+        return [score(model, vocab, s, settings["batch_size"], settings["max_answer_length"]) for s in sets]
 
-    rows = []
-    for eval_set in sets:
-        result = score(model, vocab, eval_set, settings["batch_size"], settings["max_answer_length"])
-        rows.append({"model": summary["model"], "seed": summary["seed"], **result})
-        print(f"{eval_set.split:>11} {eval_set.module:<40} {result['accuracy']:.3f} (n={result['n']})")
-    with training_run(mlflow_experiment(params, "mathematics"), summary) as run:  # FAILED if a write fails
-        write_evaluation(rows, out, run, summary["steps"])
+    def roles(model, vocab, run, summary: dict) -> None:
         test_rows = [row for eval_set in sets if eval_set.split != "train" for row in eval_set.rows]
         write_role_sharpness(model, vocab, test_rows, settings["batch_size"], out, run, summary)
-        run.finish()
+
+    evaluate_trained(model_dir, params["train"]["device"], mlflow_experiment(params, "mathematics"), out,
+                     score_sets, extra=roles)
 
 
 def tables_stage(params_path: str, eval_dir: Path, models_dir: Path, out: Mapping[str, Path]) -> None:

@@ -20,9 +20,8 @@ from tprepro.errors import TpreproError
 from tprepro.experiments import mlflow_experiment
 from tprepro.io import atomic_write_text
 from tprepro.experiments.n2f.tasks import TEST, TRAIN, get_task
-from tprepro.pipeline import (MODEL_FILE, TrainingRun, model_config, publish_table, published_rows,
-                              read_train_metrics, require_model, train_model, training_run, training_summaries,
-                              write_evaluation)
+from tprepro.pipeline import (TrainingRun, evaluate_trained, model_config, publish_table, published_rows,
+                              read_train_metrics, require_model, train_model, training_summaries)
 
 VOCAB_FILE = "vocab.json"
 
@@ -138,25 +137,20 @@ def answer_problems(model, codec, model_dir: Path, questions: list[str], batch_s
 def evaluate_stage(params_path: str, task: str, model_dir: Path, test_dir: Path, out: Path) -> None:
     """Greedy programs for the test split, scored the task's way; one CSV row per (test set, metric)."""
     from tprepro.data.shards import iter_rows
-    from tprepro.evaluate.evaluate import load_trained
-    from tprepro.train.trainer import pick_device
 
     params = load_params(params_path)
     spec = get_task(task)
     settings = _task_settings(params, task, params_path)
     evaluation = params["n2f"]["evaluate"]
-    summary = read_train_metrics(model_dir)
-    model, vocab, _ = load_trained(model_dir / MODEL_FILE, pick_device(n2f_train(params, task)["device"]))
     rows = list(iter_rows(open_dataset(test_dir), spec.schema.names))
-    predictions = predict_programs(model, vocab, [r["question"] for r in rows], evaluation["batch_size"],
-                                   evaluation["max_tuples"])
-    results = spec.score(rows, predictions, settings, spec.split_label(settings["data"], "test"))
-    table = [{"model": summary["model"], "seed": summary["seed"], **result} for result in results]
-    for result in table:
-        print(f"{result['split']:>14} {result['module']:<20} {result['accuracy']:.4f} (n={result['n']})")
-    with training_run(mlflow_experiment(params, "n2f"), summary) as run:  # FAILED if a write fails
-        write_evaluation(table, out, run, summary["steps"], str)  # a metric per N2F measure
-        run.finish()
+
+    def score_programs(model, vocab, summary: dict) -> list[dict]:
+        predictions = predict_programs(model, vocab, [r["question"] for r in rows], evaluation["batch_size"],
+                                       evaluation["max_tuples"])
+        return spec.score(rows, predictions, settings, spec.split_label(settings["data"], "test"))
+
+    evaluate_trained(model_dir, n2f_train(params, task)["device"], mlflow_experiment(params, "n2f"), out,
+                     score_programs, str)  # a metric per N2F measure
 
 
 def tables_stage(params_path: str, task: str, eval_dir: Path, models_dir: Path, out: Mapping[str, Path]) -> None:

@@ -15,9 +15,8 @@ from tprepro.experiments.two_variable.settings import two_variable_train
 from tprepro.data.shards import open_dataset
 from tprepro.errors import TpreproError
 from tprepro.experiments import mlflow_experiment
-from tprepro.pipeline import (MODEL_FILE, TrainingRun, heldout_settings, model_config, publish_table, published_rows,
-                              read_train_metrics, require_model, train_model, training_run, training_summaries,
-                              write_evaluation)
+from tprepro.pipeline import (TrainingRun, evaluate_trained, heldout_settings, model_config, publish_table,
+                              published_rows, require_model, train_model, training_summaries)
 
 MODELS = "two_variable.models"
 RUN_PREFIX = "two_variable/"  # MLflow run names: two_variable/<model>-s<seed>, two_variable/tables
@@ -56,28 +55,22 @@ def evaluate_stage(params_path: str, model_dir: Path, test_dir: Path, out: Path)
     """Exact-match accuracy on the test split, one row per expression type."""
     from tprepro.data.shards import iter_rows
     from tprepro.experiments.two_variable.data import METRIC_NAMES, TEST, TYPES
-    from tprepro.evaluate.evaluate import EvalSet, load_trained, score
-    from tprepro.train.trainer import pick_device
+    from tprepro.evaluate.evaluate import EvalSet, score
 
     params = load_params(params_path)
     settings = params["evaluate"]
-    summary = read_train_metrics(model_dir)
-    model, vocab, _ = load_trained(model_dir / MODEL_FILE, pick_device(two_variable_train(params)["device"]))
     by_type: dict[str, list[tuple[str, str]]] = {label: [] for label in TYPES}
     for row in iter_rows(open_dataset(test_dir), columns=("question", "answer", "module")):
         if row["module"] not in by_type:
             raise TpreproError(f"{test_dir}: unknown expression type {row['module']!r}")
         by_type[row["module"]].append((row["question"], row["answer"]))
 
-    rows = []
-    for label, pairs in by_type.items():
-        result = score(model, vocab, EvalSet(TEST, label, pairs), settings["batch_size"],
-                       settings["max_answer_length"])
-        rows.append({"model": summary["model"], "seed": summary["seed"], **result})
-        print(f"{label:<4} {result['accuracy']:.3f} (n={result['n']})")
-    with training_run(mlflow_experiment(params, "two_variable"), summary) as run:  # FAILED if a write fails
-        write_evaluation(rows, out, run, summary["steps"], METRIC_NAMES.__getitem__)
-        run.finish()
+    def score_types(model, vocab, summary: dict) -> list[dict]:
+        return [score(model, vocab, EvalSet(TEST, label, pairs), settings["batch_size"],
+                      settings["max_answer_length"]) for label, pairs in by_type.items()]
+
+    evaluate_trained(model_dir, two_variable_train(params)["device"], mlflow_experiment(params, "two_variable"),
+                     out, score_types, METRIC_NAMES.__getitem__)
 
 
 def tables_stage(params_path: str, eval_dir: Path, models_dir: Path, out: Mapping[str, Path]) -> None:
