@@ -15,7 +15,7 @@ import importlib.resources
 import pkgutil
 import re
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from tprepro.data.codecs import CodecKind
 from tprepro.data.codecs import register as register_codec
@@ -139,25 +139,57 @@ def _own_schema(package: str) -> dict:
 
 
 # Argument groups several experiments' stages share.
-def train_arguments(parser: argparse.ArgumentParser, models: str, heldout: bool = False, seeds: str = "") -> None:
-    """One model trained on one training directory (`heldout`: and scored on a held-out one while it
-    trains; `seeds`: the params key of the seeds its `--seed` is one of)."""
-    parser.add_argument("--model", required=True, help=f"a model name under {models} in the params file")
-    if seeds:
-        parser.add_argument("--seed", type=int, required=True, help=f"training seed (one of {seeds})")
-    parser.add_argument("--train", required=True, help="the train dataset directory")
-    parser.add_argument("--vocab", required=True, help="the vocabulary file written by the data stage")
-    parser.add_argument("--out", required=True, help="directory for model.pt and train_metrics.json")
-    parser.add_argument("--checkpoints", required=True, help="directory for the resumable checkpoint")
-    if heldout:
-        parser.add_argument("--heldout", required=True,
-                            help="held-out dataset directory: a sample is scored at every checkpoint (learning curve)")
+@dataclass(frozen=True)
+class Option:
+    """One option of a stage's command line, `--<name>` with dashes for underscores."""
+
+    help: str  # what --help says
+    type: Callable[[str], Any] = str
+    many: bool = False  # takes one or more values (a list)
+    default: Any = None  # None: the option is required
+    choices: tuple[str, ...] | None = None
 
 
-def test_arguments(parser: argparse.ArgumentParser, out: str) -> None:
-    parser.add_argument("--model-dir", required=True, help="a trained model's directory (model.pt)")
-    parser.add_argument("--test", required=True, help="the test dataset directory")
-    parser.add_argument("--out", required=True, help=out)
+# Options several stages take, declared once: a stage's `options(...)` names the ones it takes.
+SHARED_OPTIONS = {
+    "model_dir": Option("a trained model's directory (model.pt)"),
+    "models_dir": Option("directory of the trained models"),
+    "train": Option("the train dataset directory"),
+    "test": Option("the test dataset directory"),
+    "vocab": Option("the vocabulary file written by the data stage"),
+    "out": Option("the output directory (replaced only when complete)"),
+    "checkpoints": Option("directory for the resumable checkpoint"),
+    "heldout": Option("held-out dataset directory: a sample is scored at every checkpoint (learning curve)"),
+}
+
+
+def options(*shared: str, **own: str | Option) -> Callable[[argparse.ArgumentParser], None]:
+    """A stage's `arguments`: the `shared` options (SHARED_OPTIONS, in that order), then its `own`
+    ({name: help or Option}; an own option of a shared name replaces it)."""
+    declared = {name: SHARED_OPTIONS[name] for name in shared}
+    declared.update({name: Option(spec) if isinstance(spec, str) else spec for name, spec in own.items()})
+
+    def add(parser: argparse.ArgumentParser) -> None:
+        for name, option in declared.items():
+            parser.add_argument(f"--{name.replace('_', '-')}", type=option.type, nargs="+" if option.many else None,
+                                required=option.default is None, default=option.default, choices=option.choices,
+                                help=option.help)
+    return add
+
+
+def train_arguments(models: str, seeds: str, **own: str | Option) -> Callable[[argparse.ArgumentParser], None]:
+    """One model (named under `models` in params) trained with one of `seeds` (a params key), on a
+    train dataset directory, to --out and --checkpoints; `own`: further options (see `options`)."""
+    return options(**{"model": f"a model name under {models} in the params file",
+                      "seed": Option(f"training seed (one of {seeds})", type=int),
+                      "train": SHARED_OPTIONS["train"], "vocab": SHARED_OPTIONS["vocab"],
+                      "out": "directory for model.pt and train_metrics.json",
+                      "checkpoints": SHARED_OPTIONS["checkpoints"], **own})
+
+
+def test_arguments(out: str, **own: str | Option) -> Callable[[argparse.ArgumentParser], None]:
+    """A trained model scored on a test dataset directory, written to --out (`out`: its help)."""
+    return options("model_dir", "test", out=out, **own)
 
 
 # The files every table stage writes: option (without --, dashes as underscores) -> help.
@@ -166,15 +198,14 @@ TABLE_OUTPUTS = {"table_csv": "the table (CSV)", "table_md": "the table with its
                  "metrics": "DVC metrics file (JSON, numbers only)"}
 
 
-def table_arguments(parser: argparse.ArgumentParser, models: bool = True, evals: str = "the evaluation CSVs",
-                    **outputs: str) -> None:
+def table_arguments(models: bool = True, evals: str = "the evaluation CSVs",
+                    **outputs: str) -> Callable[[argparse.ArgumentParser], None]:
     """A table stage's inputs (evaluations, and the trained models unless `models` is False) and its
     output files, each named by the caller: TABLE_OUTPUTS plus `outputs` ({option: help})."""
-    parser.add_argument("--eval-dir", required=True, help=f"directory of {evals}")
+    inputs = {"eval_dir": f"directory of {evals}"}
     if models:
-        parser.add_argument("--models-dir", required=True, help="directory of the trained models")
-    for name, help_ in {**TABLE_OUTPUTS, **outputs}.items():
-        parser.add_argument(f"--{name.replace('_', '-')}", required=True, help=help_)
+        inputs["models_dir"] = SHARED_OPTIONS["models_dir"]
+    return options(**inputs, **TABLE_OUTPUTS, **outputs)
 
 
 def table_outputs(args: argparse.Namespace, *extra: str) -> dict[str, "Path"]:

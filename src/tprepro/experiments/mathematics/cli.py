@@ -6,20 +6,13 @@ from pathlib import Path
 
 from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE, TRAIN_SPLITS
 from tprepro.experiments.mathematics.settings import check_mathematics
-from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, PUBLISHING, TRAINING, DvcStage, Experiment,
-                                 Stage, accuracy_bars, learning_curve, table_arguments, table_outputs, trained)
+from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, PUBLISHING, TRAINING, DvcStage, Experiment, Option,
+                                 Stage, accuracy_bars, learning_curve, options, table_arguments, table_outputs,
+                                 train_arguments, trained)
 
 
 def _dirs(paths: list[str]) -> list[Path]:
     return [Path(p) for p in paths]
-
-
-def _data_arguments(p) -> None:
-    p.add_argument("--split", required=True,
-                   help="train-easy | train-medium | train-hard | interpolate | extrapolate")
-    p.add_argument("--module", required=True, help="a module name, e.g. arithmetic__add_or_sub")
-    p.add_argument("--out", required=True, help="dataset directory to write")
-    p.add_argument("--processes", type=int, default=1, help="shards generated in parallel (default 1)")
 
 
 def _data(args) -> None:
@@ -30,26 +23,10 @@ def _data(args) -> None:
     run_data_stage(args.split, args.module, Path(args.out), params["data"], processes=args.processes)
 
 
-def _vocab_arguments(p) -> None:
-    p.add_argument("--train", nargs="+", required=True, help="train split directories")
-    p.add_argument("--out", required=True, help="vocabulary file to write (JSON)")
-
-
 def _vocab(args) -> None:
     from tprepro.experiments.mathematics.stages import build_vocab_stage
 
     build_vocab_stage(args.params, _dirs(args.train), Path(args.out))
-
-
-def _train_arguments(p) -> None:
-    p.add_argument("--model", required=True, help="a name under models: in the params file")
-    p.add_argument("--seed", type=int, required=True, help="training seed (one of grid.seeds)")
-    p.add_argument("--train", nargs="+", required=True, help="train split directories")
-    p.add_argument("--vocab", required=True, help="the vocabulary file (tprepro vocab)")
-    p.add_argument("--out", required=True, help="directory for model.pt and train_metrics.json")
-    p.add_argument("--checkpoints", required=True, help="directory for the resumable checkpoint")
-    p.add_argument("--heldout", required=True,
-                   help="interpolate split directory: a sample is scored at every checkpoint (learning curve)")
 
 
 def _train(args) -> None:
@@ -65,14 +42,6 @@ def _train_processes(args) -> int:
     return load_params(args.params)["train"]["processes"]
 
 
-def _evaluate_arguments(p) -> None:
-    p.add_argument("--model-dir", required=True, help="a trained model's directory (model.pt)")
-    p.add_argument("--interpolate", required=True, help="interpolate split directory")
-    p.add_argument("--extrapolate", required=True, help="extrapolate split directory")
-    p.add_argument("--train", nargs="+", required=True, help="train split directories (for the train sample)")
-    p.add_argument("--out", required=True, help="per-module CSV")
-
-
 def _evaluate(args) -> None:
     from tprepro.experiments.mathematics.stages import evaluate_stage
 
@@ -84,20 +53,10 @@ FIGURES = {"modules_csv": "accuracy per model, module and split (CSV)",
            "figure": "the per-module accuracy figure (PNG)", "curves": "the learning-curve figure (PNG)"}
 
 
-def _tables_arguments(p) -> None:
-    table_arguments(p, **FIGURES)
-
-
 def _tables(args) -> None:
     from tprepro.experiments.mathematics.stages import tables_stage
 
     tables_stage(args.params, Path(args.eval_dir), Path(args.models_dir), table_outputs(args, *FIGURES))
-
-
-def _interpret_arguments(p) -> None:
-    p.add_argument("--model-dir", required=True, help="a trained model's directory (model.pt)")
-    p.add_argument("--interpolate", required=True, help="interpolate split directory (interpret.module is sampled)")
-    p.add_argument("--out", required=True, help="output directory (replaced only when complete)")
 
 
 def _interpret(args) -> None:
@@ -106,20 +65,14 @@ def _interpret(args) -> None:
     mathematics_stage(args.params, Path(args.model_dir), Path(args.interpolate), Path(args.out))
 
 
-def _reconstruction_arguments(p) -> None:
-    p.add_argument("--interpret-dir", required=True, help="directory of the runs' interpret-mathematics outputs")
-    p.add_argument("--models-dir", required=True, help="directory of the trained models")
-    p.add_argument("--csv", required=True, help="the MSE table (CSV)")
-    p.add_argument("--md", required=True, help="the MSE table (markdown)")
-    p.add_argument("--figure", required=True, help="the MSE bar chart (PNG)")
-
-
 def _reconstruction(args) -> None:
     from tprepro.experiments.mathematics.interpret import reconstruction_stage
 
     reconstruction_stage(args.params, Path(args.interpret_dir), Path(args.models_dir),
                          {"csv": Path(args.csv), "md": Path(args.md), "png": Path(args.figure)})
 
+
+SPLIT_DIRS = Option("train split directories", many=True)
 
 # dvc.yaml's paths: a run's model and seed range over RUNS.
 RUNS = {"model": "${grid.models}", "seed": "${grid.seeds}"}
@@ -137,7 +90,10 @@ EXPERIMENT = Experiment(
     title="Schlag et al.: TP-Transformer vs Transformer on the Mathematics Dataset (Table 1, Fig. 2)",
     stages=(
         Stage("data", "generate (or import) one Mathematics Dataset module/split as shards",
-              _data_arguments, _data,
+              options(split=Option("train-easy | train-medium | train-hard | interpolate | extrapolate"),
+                      module="a module name, e.g. arithmetic__add_or_sub", out="dataset directory to write",
+                      processes=Option("shards generated in parallel (default 1)", type=int, default=1)),
+              _data,
               code=(*COMMON, "experiments/mathematics/data_stage.py", "experiments/mathematics/generate.py",
                     "experiments/mathematics/release.py", "experiments/mathematics/modules.py", "data/shards.py"),
               params=("data",),
@@ -149,14 +105,17 @@ EXPERIMENT = Experiment(
                             f"--out {EXTRAPOLATION}/${{item}} --processes 1",
                             name="data_extrapolate", foreach="${grid.extrapolation_modules}",
                             outs=(f"{EXTRAPOLATION}/${{item}}",)))),
-        Stage("vocab", "build the character vocabulary from the training shards", _vocab_arguments, _vocab,
+        Stage("vocab", "build the character vocabulary from the training shards",
+              options(train=SPLIT_DIRS, out="vocabulary file to write (JSON)"), _vocab,
               code=(*COMMON, "experiments/mathematics/stages.py", "experiments/mathematics/modules.py",
                     "data/shards.py", "data/vocab.py"),
               params=("vocab", "grid.modules"),
               dvc=(DvcStage(f"tprepro vocab --train {' '.join(TRAIN_DIRS)} --out {VOCAB}",
                             deps=TRAIN_DIRS, outs=(VOCAB,)),)),
         Stage("train", "train one model (resumes from its last checkpoint)",
-              _train_arguments, _train, processes=_train_processes,
+              train_arguments("models:", "grid.seeds", train=SPLIT_DIRS, heldout=Option(
+                  "interpolate split directory: a sample is scored at every checkpoint (learning curve)")),
+              _train, processes=_train_processes,
               code=(*TRAINING, "experiments/mathematics/stages.py", "experiments/mathematics/modules.py"),
               params=("models.{model}", "train", "evaluate", "grid.modules"),
               dvc=(DvcStage("tprepro train --model ${item.model} --seed ${item.seed} "
@@ -166,7 +125,10 @@ EXPERIMENT = Experiment(
                             outs=(f"{MODEL}/model.pt",), results=(f"{MODEL}/train_metrics.json",),
                             plots=(learning_curve(f"{MODEL}/learning_curve.csv"),)),)),
         Stage("evaluate", "per-module accuracy on interpolate, extrapolate and a train sample",
-              _evaluate_arguments, _evaluate,
+              options("model_dir", interpolate="interpolate split directory",
+                      extrapolate="extrapolate split directory",
+                      train=Option("train split directories (for the train sample)", many=True), out="per-module CSV"),
+              _evaluate,
               code=(*EVALUATION, "experiments/mathematics/stages.py", "experiments/mathematics/modules.py"),
               params=("evaluate", "grid.modules", "grid.extrapolation_modules"),
               dvc=(DvcStage(f"tprepro evaluate --model-dir {MODEL} --interpolate {HELDOUT} --extrapolate "
@@ -175,7 +137,7 @@ EXPERIMENT = Experiment(
                             deps=(*trained(MODEL), HELDOUT, EXTRAPOLATION, *TRAIN_DIRS),
                             plots=(accuracy_bars(f"results/eval/{RUN}.csv", per="module"),)),)),
         Stage("tables", "assemble Table 1, the per-module table and figure",
-              _tables_arguments, _tables,
+              table_arguments(**FIGURES), _tables,
               code=(*PUBLISHING, "experiments/mathematics/stages.py", "experiments/mathematics/figures.py"),
               params=("report", "grid", "train.steps", "train.batch_size", "data.test_per_module"),
               dvc=(DvcStage("tprepro tables --eval-dir results/eval --models-dir models "
@@ -190,7 +152,8 @@ EXPERIMENT = Experiment(
                             metrics=("results/metrics.json",)),)),
         Stage("interpret-mathematics", "attention maps, role clusters, head reconstruction and role one-hotness "
               "of one trained model (those its architecture has)",
-              _interpret_arguments, _interpret,
+              options("model_dir", "out", interpolate="interpolate split directory (interpret.module is sampled)"),
+              _interpret,
               code=(*INTERPRETING, "experiments/mathematics/modules.py", "experiments/mathematics/interpret.py"),
               params=("interpret.seed", "interpret.module", "interpret.examples", "interpret.attention",
                       "interpret.role_clusters", "interpret.head_reconstruction", "interpret.one_hotness"),
@@ -200,7 +163,10 @@ EXPERIMENT = Experiment(
                             deps=(*trained(MODEL), f"results/eval/{RUN}.csv", f"{HELDOUT}/${{interpret.module}}"),
                             results=(f"results/interpret/mathematics/{RUN}",)),)),
         Stage("interpret-reconstruction", "the head-reconstruction MSE table and bar chart over the grid's runs",
-              _reconstruction_arguments, _reconstruction,
+              options("models_dir", interpret_dir="directory of the runs' interpret-mathematics outputs",
+                      csv="the MSE table (CSV)",
+                      md="the MSE table (markdown)", figure="the MSE bar chart (PNG)"),
+              _reconstruction,
               code=(*PUBLISHING, "interpret", "experiments/mathematics/interpret.py"),
               params=("grid",),
               dvc=(DvcStage("tprepro interpret-reconstruction --interpret-dir results/interpret/mathematics "

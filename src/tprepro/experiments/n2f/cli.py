@@ -6,31 +6,19 @@ from pathlib import Path
 
 from tprepro.data.codecs import CodecKind
 from tprepro.experiments.n2f.settings import check_n2f
-from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, PUBLISHING, TRAINING, DvcStage, Experiment,
-                                 Stage, table_arguments, table_outputs, test_arguments, train_arguments, trained)
+from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, PUBLISHING, SHARED_OPTIONS, TRAINING, DvcStage,
+                                 Experiment, Option, Stage, options, table_arguments, table_outputs, test_arguments,
+                                 train_arguments, trained)
 from tprepro.experiments.n2f import TASKS
 
 
-def _with_task(arguments):
-    def add(p) -> None:
-        p.add_argument("--task", required=True, choices=TASKS, help="a task listed in n2f.tasks")
-        arguments(p)
-    return add
-
-
-def _data_arguments(p) -> None:
-    p.add_argument("--out", required=True, help="directory for train/, test/ and vocab.json")
+TASK = Option("a task listed in n2f.tasks", choices=TASKS)
 
 
 def _data(args) -> None:
     from tprepro.experiments.n2f.stages import data_stage
 
     data_stage(args.params, args.task, Path(args.out))
-
-
-def _quality_arguments(p) -> None:
-    p.add_argument("--data", required=True, help="the task's data directory (train/ and test/)")
-    p.add_argument("--out", required=True, help="JSON report")
 
 
 def _quality(args) -> None:
@@ -89,19 +77,20 @@ EXPERIMENT = Experiment(
     title="Chen et al. 2020: TP-N2F and its baselines on MathQA (Table 1) and AlgoLisp (Table 2)",
     stages=(
         Stage("n2f-data", "load or generate an N2F task's train/ and test/ sets and vocabularies",
-              _with_task(_data_arguments), _data,
+              options(task=TASK, out="directory for train/, test/ and vocab.json"), _data,
               code=(*COMMON, "experiments/n2f", "data/shards.py"),
               params=("n2f.{task}.data", "vocab"),
               dvc=(DvcStage(f"tprepro n2f-data --task ${{item.task}} --out {DATA}", matrix=EACH_TASK,
                             outs=(f"{DATA}/train", f"{DATA}/test", f"{DATA}/vocab.json")),)),
         Stage("n2f-quality", "how often the gold programs succeed, per split",
-              _with_task(_quality_arguments), _quality,
+              options(task=TASK, data="the task's data directory (train/ and test/)", out="JSON report"),
+              _quality,
               code=(*COMMON, "experiments/n2f", "data/shards.py", "tracking"),
               params=("n2f.{task}.data", "n2f.{task}.evaluate"),
               dvc=(DvcStage(f"tprepro n2f-quality --task ${{item.task}} --data {DATA} --out {QUALITY}",
                             matrix=EACH_TASK, deps=(f"{DATA}/train", f"{DATA}/test"), results=(QUALITY,)),)),
         Stage("n2f-train", "train one N2F model (resumes from its last checkpoint)",
-              _with_task(lambda p: train_arguments(p, "n2f.models", seeds="n2f.seeds")), _train,
+              train_arguments("n2f.models", "n2f.seeds", task=TASK), _train,
               processes=_train_processes, code=(*TRAINING, "experiments/n2f"),
               params=("n2f.{task}.models.{model}", "n2f.{task}.train", "n2f.train", "train"),
               dvc=(DvcStage("tprepro n2f-train --task ${item.task} --model ${item.model} --seed ${item.seed} "
@@ -110,7 +99,7 @@ EXPERIMENT = Experiment(
                             matrix=RUNS, deps=(f"{DATA}/train", f"{DATA}/vocab.json"),
                             outs=(f"{MODELS}/{RUN}/model.pt",), results=(f"{MODELS}/{RUN}/train_metrics.json",)),)),
         Stage("n2f-evaluate", "greedy programs on the test split, scored the task's way",
-              _with_task(lambda p: test_arguments(p, "per-metric CSV")), _evaluate,
+              test_arguments("per-metric CSV", task=TASK), _evaluate,
               code=(*EVALUATION, "experiments/n2f"),
               params=("n2f.evaluate", "n2f.{task}.evaluate", "n2f.{task}.data"),
               dvc=(DvcStage(f"tprepro n2f-evaluate --task ${{item.task}} --model-dir {MODELS}/{RUN} "
@@ -118,7 +107,7 @@ EXPERIMENT = Experiment(
                             matrix=RUNS,
                             deps=(*trained(f"{MODELS}/{RUN}"), f"{DATA}/test"), results=(f"{EVALS}/{RUN}.csv",)),)),
         Stage("n2f-tables", "the task's table (MathQA: Table 1, AlgoLisp: Table 2)",
-              _with_task(table_arguments), _tables, code=(*PUBLISHING, "experiments/n2f"),
+              table_arguments(task=TASK), _tables, code=(*PUBLISHING, "experiments/n2f"),
               params=("n2f.seeds", "n2f.train", "n2f.{task}.train", "train.steps", "train.batch_size", "n2f.models"),
               dvc=(DvcStage(f"tprepro n2f-tables --task ${{item.task}} --eval-dir {EVALS} --models-dir {MODELS} "
                             f"--table-csv {TABLE}.csv --table-md {TABLE}.md --table-html {TABLE}.html "
@@ -127,7 +116,7 @@ EXPERIMENT = Experiment(
                             results=(f"{TABLE}.csv", f"{TABLE}.md", f"{TABLE}.html"),
                             metrics=("results/${item.task}_metrics.json",)),)),
         Stage("interpret-n2f", "cluster the TP-N2F decoder's relation unbinding vectors",
-              _with_task(lambda p: test_arguments(p, "output directory (replaced only when complete)")), _interpret,
+              test_arguments(SHARED_OPTIONS["out"].help, task=TASK), _interpret,
               code=(*INTERPRETING, "experiments/n2f"),
               params=("interpret.seed", "interpret.unbinding"),
               dvc=(DvcStage(f"tprepro interpret-n2f --task ${{item.task}} --model-dir {MODELS}/{UNBOUND} "

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from tprepro.data.codecs import CodecKind
 from tprepro.experiments.summarization.settings import check_summarization
-from tprepro.experiments import (COMMON, EVALUATION, PUBLISHING, TRAINING, DvcStage, Experiment, Stage,
-                                 table_arguments, table_outputs, trained)
+from tprepro.experiments import (COMMON, EVALUATION, PUBLISHING, TRAINING, DvcStage, Experiment, Option, Stage,
+                                 options, table_arguments, table_outputs, trained)
 
 
 def _corpus(args) -> None:
@@ -40,33 +40,8 @@ def _tables(args) -> None:
     tables_stage(args.params, Path(args.eval_dir), table_outputs(args))
 
 
-def _corpus_arguments(p) -> None:
-    p.add_argument("--out", required=True, help="directory for the release files")
-
-
-def _data_arguments(p) -> None:
-    p.add_argument("--dataset", required=True, help="a name in summarization.datasets")
-    p.add_argument("--corpus", required=True, help="the CI corpus directory (used when the path is null)")
-    p.add_argument("--out", required=True, help="directory for train/, validation/, test/ and spm.model")
-
-
-def _train_arguments(p) -> None:
-    p.add_argument("--dataset", required=True, help="a name in summarization.datasets")
-    p.add_argument("--model", required=True, help="a name in summarization.models")
-    p.add_argument("--data", required=True, help="the dataset's data directory")
-    p.add_argument("--out", required=True, help="directory for model.pt and train_metrics.json")
-    p.add_argument("--checkpoints", required=True, help="directory for the resumable checkpoint")
-
-
-def _evaluate_arguments(p) -> None:
-    p.add_argument("--dataset", required=True, help="a name in summarization.datasets")
-    p.add_argument("--model-dir", required=True, help="a trained model's directory (model.pt)")
-    p.add_argument("--data", required=True, help="the dataset's data directory")
-    p.add_argument("--out", required=True, help="evaluation JSON")
-
-
-def _tables_arguments(p) -> None:
-    table_arguments(p, models=False, evals="the evaluation JSONs (<dataset>/<model>.json)")
+DATASET = Option("a name in summarization.datasets")
+DATA_DIR = Option("the dataset's data directory")
 
 
 S = "experiments/summarization"
@@ -88,12 +63,14 @@ EXPERIMENT = Experiment(
     title="Jiang et al.: TPT-d vs TPT-c vs Transformer on XSum, CNN/DM, Wikihow and arXiv (ROUGE)",
     stages=(
         Stage("summarization-corpus", "write the CI corpus (stdlib docstrings) in every release format",
-              _corpus_arguments, _corpus,
+              options(out="directory for the release files"), _corpus,
               code=(*COMMON, f"{S}/__init__.py", f"{S}/corpus.py", f"{S}/stages.py"),
               params=("summarization.corpus",),
               dvc=(DvcStage(f"tprepro summarization-corpus --out {CORPUS}", outs=(CORPUS,)),)),
         Stage("summarization-data", "load one dataset's release into shards and train its subword model",
-              _data_arguments, _data, code=(*COMMON, *DATA_CODE),
+              options(dataset=DATASET, corpus="the CI corpus directory (used when the path is null)",
+                      out="directory for train/, validation/, test/ and spm.model"),
+              _data, code=(*COMMON, *DATA_CODE),
               params=("summarization.datasets.{dataset}", "summarization.corpus", "summarization.data",
                       "summarization.seed"),
               dvc=(DvcStage(f"tprepro summarization-data --dataset ${{key}} --corpus {CORPUS} "
@@ -101,7 +78,9 @@ EXPERIMENT = Experiment(
                             foreach="${summarization.datasets}", foreach_key=True,
                             deps=(CORPUS,), outs=("data/summarization/${key}",)),)),
         Stage("summarization-train", "train one summarization model (resumes from its checkpoint)",
-              _train_arguments, _train, code=(*TRAINING, f"{S}/tokenizer.py", f"{S}/settings.py", f"{S}/stages.py"),
+              options("checkpoints", dataset=DATASET, model="a name in summarization.models", data=DATA_DIR,
+                      out="directory for model.pt and train_metrics.json"),
+              _train, code=(*TRAINING, f"{S}/tokenizer.py", f"{S}/settings.py", f"{S}/stages.py"),
               params=("summarization.models.{model}", "summarization.train", "summarization.data",
                       "summarization.seed", "train"),
               dvc=(DvcStage("tprepro summarization-train --dataset ${item.dataset} --model ${item.model} "
@@ -109,7 +88,7 @@ EXPERIMENT = Experiment(
                             matrix=RUNS, deps=(DATA,),
                             outs=(f"{MODEL}/model.pt",), results=(f"{MODEL}/train_metrics.json",)),)),
         Stage("summarization-evaluate", "beam-search the test split and score it with ROUGE",
-              _evaluate_arguments,
+              options("model_dir", dataset=DATASET, data=DATA_DIR, out="evaluation JSON"),
               _evaluate, code=(*EVALUATION, f"{S}/tokenizer.py", f"{S}/decoding.py", f"{S}/scoring.py",
                                f"{S}/settings.py", f"{S}/stages.py"),
               params=("summarization.evaluate",),
@@ -118,7 +97,7 @@ EXPERIMENT = Experiment(
                             matrix=RUNS, deps=(*trained(MODEL), DATA),
                             results=(SCORES,)),)),
         Stage("summarization-tables", "the summarization table and report",
-              _tables_arguments, _tables,
+              table_arguments(models=False, evals="the evaluation JSONs (<dataset>/<model>.json)"), _tables,
               code=(*PUBLISHING, f"{S}/table.py", f"{S}/stages.py"),
               params=("summarization.models", "summarization.datasets", "summarization.report"),
               dvc=(DvcStage("tprepro summarization-tables --eval-dir summarization/eval "

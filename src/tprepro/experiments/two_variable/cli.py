@@ -5,14 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from tprepro.experiments.two_variable.settings import check_two_variable
-from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, PUBLISHING, TRAINING, DvcStage, Experiment,
-                                 Stage, accuracy_bars, learning_curve, table_arguments, table_outputs,
-                                 test_arguments, train_arguments, trained)
-
-
-def _data_arguments(p) -> None:
-    p.add_argument("--out", required=True, help="directory for the train/ and test/ datasets")
-    p.add_argument("--vocab", required=True, help="vocabulary file to write")
+from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, PUBLISHING, SHARED_OPTIONS, TRAINING, DvcStage,
+                                 Experiment, Stage, accuracy_bars, learning_curve, options, table_arguments,
+                                 table_outputs, test_arguments, train_arguments, trained)
 
 
 def _data(args) -> None:
@@ -58,14 +53,15 @@ EXPERIMENT = Experiment(
     title="Wangperawong 2018: Transformer, UT and AUT on two-variable arithmetic (Table 3)",
     stages=(
         Stage("two-variable-data", "generate the two-variable arithmetic data (train/ and test/) and its vocabulary",
-              _data_arguments, _data,
+              options(out="directory for the train/ and test/ datasets", vocab="vocabulary file to write"), _data,
               code=(*COMMON, "experiments/two_variable/data.py", "experiments/two_variable/stages.py",
                     "data/shards.py", "data/vocab.py"),
               params=("two_variable.data", "vocab"),
               dvc=(DvcStage(f"tprepro two-variable-data --out {DATA} --vocab {DATA}/vocab.json",
                             outs=(f"{DATA}/train", f"{DATA}/test", f"{DATA}/vocab.json")),)),
         Stage("two-variable-train", "train one model of the two-variable experiment",
-              lambda p: train_arguments(p, "two_variable.models", heldout=True, seeds="two_variable.seeds"), _train,
+              train_arguments("two_variable.models", "two_variable.seeds", heldout=SHARED_OPTIONS["heldout"]),
+              _train,
               code=(*TRAINING, "experiments/two_variable/stages.py"),
               params=("two_variable.models.{model}", "two_variable.train", "train", "evaluate"),
               dvc=(DvcStage("tprepro two-variable-train --model ${item.model} --seed ${item.seed} "
@@ -77,7 +73,7 @@ EXPERIMENT = Experiment(
                             results=(f"{MODEL}/train_metrics.json",),
                             plots=(learning_curve(f"{MODEL}/learning_curve.csv"),)),)),
         Stage("two-variable-evaluate", "test accuracy per expression type",
-              lambda p: test_arguments(p, "per-type CSV"), _evaluate,
+              test_arguments("per-type CSV"), _evaluate,
               code=(*EVALUATION, "experiments/two_variable/stages.py", "experiments/two_variable/data.py"),
               params=("evaluate",),
               dvc=(DvcStage(f"tprepro two-variable-evaluate --model-dir {MODEL} --test {DATA}/test "
@@ -86,7 +82,7 @@ EXPERIMENT = Experiment(
                             deps=(*trained(MODEL), f"{DATA}/test"),
                             plots=(accuracy_bars(f"two_variable/eval/{RUN}.csv", per="expression type"),)),)),
         Stage("two-variable-tables", "the per-type table (Wangperawong, Table 3)",
-              lambda p: table_arguments(p, curves="the learning-curve figure (PNG)"), _tables,
+              table_arguments(curves="the learning-curve figure (PNG)"), _tables,
               code=(*PUBLISHING, "experiments/two_variable/stages.py", "experiments/two_variable/table.py",
                     "experiments/two_variable/data.py"),
               params=("two_variable.models", "two_variable.seeds", "two_variable.train", "two_variable.data.size",
@@ -100,7 +96,7 @@ EXPERIMENT = Experiment(
                                      "results/figures/two_variable_learning_curves.png"),
                             metrics=("results/two_variable_metrics.json",)),)),
         Stage("interpret-two-variable", "attention maps (and ponder maps of an adaptive model) of one model",
-              lambda p: test_arguments(p, "output directory (replaced only when complete)"), _interpret,
+              test_arguments(SHARED_OPTIONS["out"].help), _interpret,
               code=(*INTERPRETING, "experiments/two_variable/data.py", "experiments/two_variable/interpret.py"),
               params=("interpret.seed", "interpret.examples", "interpret.attention", "interpret.ponder"),
               dvc=(DvcStage(f"tprepro interpret-two-variable --model-dir {MODEL} --test {DATA}/test "
