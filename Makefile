@@ -66,7 +66,7 @@ dvc-yaml: $(VENV)/.installed
 # The single-node SLURM the tests start (tests/slurm/local_slurm.sh) needs Debian's
 # SLURM and munge packages; apt-get runs only when one of them is missing.
 SLURM_PACKAGES := slurmctld slurmd slurm-client munge
-# Headless Chromium for the MLflow UI check (tests/test_mlflow_server.py).
+# Headless Chromium for the MLflow UI check (tests/tracking/test_mlflow_server.py).
 UI_PACKAGES := chromium
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 

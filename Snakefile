@@ -2,7 +2,7 @@
 # Also the two-variable arithmetic experiment (UT / AUT vs Transformer) and the
 # TP-N2F experiments (MathQA, AlgoLisp) and the summarization experiment.
 # Settings: params.yaml (validated before anything runs). The same stages are
-# DVC stages in dvc.yaml; tests/test_dag_equality.py keeps the two equal.
+# DVC stages in dvc.yaml; tests/workflow/test_dag_equality.py keeps the two equal.
 from snakemake.utils import min_version
 
 min_version("9.0")

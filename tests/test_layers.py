@@ -50,3 +50,19 @@ def test_tracking_knows_the_trainer_only_in_its_callback(path):
     only the callback, the trainer's adapter, does."""
     trainer = [module for _, module in imported_modules(path) if module.startswith("tprepro.train")]
     assert not trainer or path.name == "callback.py", trainer
+
+
+# Test folders that hold no package's tests: the pipeline files (Snakefile, dvc.yaml, profiles,
+# docs), the benchmarks and the local SLURM.
+NOT_PACKAGES = {"workflow", "benchmarks", "slurm"}
+
+
+def test_the_tests_mirror_the_packages():
+    """tests/<path>/ holds the tests of src/tprepro/<path>/ (e.g. tests/experiments/n2f/algolisp/);
+    a module's tests sit in its package's folder, tests of top-level modules at tests/."""
+    tests = SRC.parents[1] / "tests"
+    folders = {path.relative_to(tests) for path in tests.rglob("*") if path.is_dir() and path.name != "__pycache__"}
+    strays = {str(folder) for folder in folders
+              if folder.parts[0] not in NOT_PACKAGES and not (SRC / folder / "__init__.py").is_file()}
+    assert not strays, f"test folders without a package under src/tprepro/: {sorted(strays)}"
+    assert not {p.name for p in tests.glob("test_*.py")} & {p.name for p in tests.rglob("*/test_*.py")}

@@ -15,7 +15,7 @@ HEADER = """\
 # DvcStage declarations in src/tprepro/experiments/<experiment>/cli.py, not this file.
 # The Snakemake pipeline's stages as DVC stages: the same `tprepro` commands, paths as arguments,
 # settings from params.yaml with per-key params deps, and the source files each stage runs as deps,
-# so editing a model or the trainer reruns what it affects. tests/test_dag_equality.py keeps the
+# so editing a model or the trainer reruns what it affects. tests/workflow/test_dag_equality.py keeps the
 # outputs and commands equal to the Snakefile's.
 """
 

@@ -18,7 +18,7 @@ from tprepro.train.checkpoint import FORMAT, CheckpointError, load_checkpoint, s
 from tprepro.train.trainer import Diverged, Trainer
 
 from helpers import tool_env
-from test_trainer import data, make_job  # noqa: F401  (the module-scoped dataset fixture)
+from training_kit import data, make_job  # noqa: F401  (the module-scoped dataset fixture)
 from training_project import make_workspace, start_training, summary, train
 
 

@@ -7,18 +7,18 @@ import pandas as pd
 import pytest
 
 from helpers import copy_project, load_default_params, micro_summarization, write_params, experiment_name
-from test_two_variable_pipeline import snakemake
+from pipeline_kit import snakemake
 
 pytestmark = pytest.mark.slow
 TARGET = "summarization_tables"
 
 
-def test_summarization_table_from_snakemake(tmp_path):
+def test_summarization_table_from_snakemake(tmp_path, generate_python):
     root = copy_project(tmp_path / "repo")
     params = micro_summarization(load_default_params(), ("xsum", "cnndm", "wikihow", "arxiv"))
     write_params(root / "params.yaml", params)
 
-    snakemake(root, TARGET)
+    snakemake(root, generate_python, TARGET)
     table = pd.read_csv(root / "results/tables/summarization.csv")
     assert table["model"].tolist() == ["transformer", "tpt_d"]
     for dataset in ("xsum", "cnndm", "wikihow", "arxiv"):
@@ -45,8 +45,8 @@ def test_summarization_table_from_snakemake(tmp_path):
     assert "cnndm.rouge1" in runs["summarization/cnndm/tpt_d-s1"].data.metrics
     assert runs["summarization/cnndm/tpt_d-s1"].data.params["train.optimizer"] == "adafactor"
 
-    assert "Nothing to be done" in snakemake(root, TARGET, "-n")
+    assert "Nothing to be done" in snakemake(root, generate_python, TARGET, "-n")
     params["summarization"]["models"]["tpt_d"]["d_ff"] = 24  # one model's setting
     write_params(root / "params.yaml", params)
-    plan = snakemake(root, TARGET, "-n", "-p")
+    plan = snakemake(root, generate_python, TARGET, "-n", "-p")
     assert "--model tpt_d" in plan and "--model transformer" not in plan and "summarization-data" not in plan

@@ -12,8 +12,6 @@ reference runs with its global result memo disabled (see tests/algolisp_referenc
 import math
 import random
 
-import pytest
-
 from tprepro.experiments.n2f.algolisp.generator import RANDOM_ARGS, TEMPLATES, mutate_tree, random_inputs, random_tree
 from tprepro.experiments.n2f.algolisp.interpreter import DOCUMENTED_LIMITS, ExecutionError, Func, LimitExceeded, Program
 

@@ -5,7 +5,7 @@ import json
 from tprepro.experiments.n2f.algolisp import release
 from tprepro.experiments.n2f.algolisp.generator import TEMPLATES, generate
 from tprepro.experiments.n2f.algolisp.interpreter import run_tests
-from tprepro.experiments.n2f.algolisp.metrics import evaluate, exact_match, is_clean, score_example, fraction_passed
+from tprepro.experiments.n2f.algolisp.metrics import evaluate, is_clean, score_example, fraction_passed
 from tprepro.experiments.n2f.algolisp.program import tree_to_text, tree_to_tuples
 
 from helpers import release_file

@@ -12,7 +12,7 @@ from tprepro.report.curves import curve_figure
 from tprepro.train.trainer import Trainer
 
 from helpers import arithmetic_rows, write_dataset
-from test_trainer import CrashAt, data, make_job  # noqa: F401  (the module-scoped data fixture)
+from training_kit import CrashAt, data, make_job  # noqa: F401  (the module-scoped data fixture)
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,8 @@ from tprepro.experiments.n2f.algolisp.interpreter import (
 from tprepro.experiments.n2f.algolisp.metrics import fraction_passed
 from tprepro.experiments.n2f.algolisp.program import tree_to_tuples
 
+from helpers import REPO
+
 THOUSAND = ["*", "10", ["*", "10", "10"]]
 FACTORIAL = ["invoke1", ["lambda1", ["if", ["==", "arg1", "1"], "1", ["*", ["self", ["-", "arg1", "1"]], "arg1"]]], "a"]
 
@@ -177,11 +179,10 @@ def test_limits_are_reported_by_their_documented_name():
 def test_the_guide_shows_the_limits_table_of_the_code():
     """The N2F guide's limits table is `Limits` with `DOCUMENTED_LIMITS`, row for row."""
     from dataclasses import fields
-    from pathlib import Path
 
     from tprepro.experiments.n2f.algolisp.interpreter import DOCUMENTED_LIMITS, Limits
 
-    guide = Path(__file__).resolve().parents[1] / "src/tprepro/experiments/n2f/README.md"
+    guide = REPO / "src/tprepro/experiments/n2f/README.md"
     rows = [line for line in guide.read_text(encoding="utf-8").splitlines()
             if line.startswith(tuple(f"| `{f.name}` |" for f in fields(Limits)))]
     expected = [f"| `{f.name}` | {f.default:,} | {DOCUMENTED_LIMITS[f.name].ours} | "

@@ -2,29 +2,20 @@
 
 import contextlib
 import json
-import subprocess
-import sys
 
 import pandas as pd
 import pytest
 
 from tprepro.experiments.two_variable.data import TYPES
 
-from helpers import (copy_project, load_default_params, micro_n2f, micro_two_variable, tool_env,
-                     write_params, experiment_name)
+from helpers import copy_project, experiment_name, load_default_params, micro_n2f, micro_two_variable, write_params
+from pipeline_kit import snakemake
 
 pytestmark = pytest.mark.slow
 TARGET = "two_variable_tables"
 
 
-def snakemake(root, *args) -> str:
-    result = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", *args], cwd=root,
-                            capture_output=True, text=True, env=tool_env())
-    assert result.returncode == 0, f"snakemake {' '.join(args)} failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
-    return result.stdout + result.stderr
-
-
-def test_two_variable_table_from_snakemake(tmp_path):
+def test_two_variable_table_from_snakemake(tmp_path, generate_python):
     root = copy_project(tmp_path / "repo")
     params = micro_n2f(micro_two_variable(load_default_params()))
     params["two_variable"]["seeds"] = [1, 2]  # a run per model and seed; the table averages them
@@ -32,7 +23,7 @@ def test_two_variable_table_from_snakemake(tmp_path):
     models = list(params["two_variable"]["models"])
     assert models == ["transformer", "ut", "aut"]
 
-    snakemake(root, TARGET)
+    snakemake(root, generate_python, TARGET)
     table = pd.read_csv(root / "results/tables/two_variable_types.csv")
     assert table["model"].tolist() == models
     assert {"model", "parameters", "steps", "seeds", *TYPES, "overall", "overall_std", "seconds_per_step",
@@ -65,9 +56,9 @@ def test_two_variable_table_from_snakemake(tmp_path):
         artifacts = {a.path for a in client.list_artifacts(tables_run.info.run_id, "results")}
     assert {"results/two_variable_types.md", "results/two_variable_types.csv"} <= artifacts
 
-    assert "Nothing to be done" in snakemake(root, TARGET, "-n")
+    assert "Nothing to be done" in snakemake(root, generate_python, TARGET, "-n")
     params["two_variable"]["models"]["ut"]["d_ff"] = 24  # one model's setting
     write_params(root / "params.yaml", params)
-    plan = snakemake(root, TARGET, "-n", "-p")
+    plan = snakemake(root, generate_python, TARGET, "-n", "-p")
     assert "--model ut " in plan and "--model transformer " not in plan and "--model aut " not in plan
     assert "two-variable-data" not in plan

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import yaml
 
-REPO = Path(__file__).resolve().parent.parent
+from helpers import REPO
+
 
 
 def _requirement_lines(path: Path) -> list[str]:

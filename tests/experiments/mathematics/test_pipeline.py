@@ -13,68 +13,13 @@ import sys
 from pathlib import Path
 
 import mlflow
-import pandas as pd
 import pytest
 
-from helpers import (copy_project, load_default_params, micro_n2f, micro_summarization, micro_two_variable, tool_env,
-                     write_params, experiment_name)
+from helpers import copy_project, experiment_name, write_params
+from pipeline_kit import check_results, dvc, micro_params, planned_jobs, run, snakemake
 from tprepro.evaluate.answering import answer
 
 pytestmark = pytest.mark.slow
-
-
-def micro_params() -> dict:
-    params = load_default_params()
-    params["grid"].update(modules=["arithmetic__add_or_sub", "numbers__place_value"],
-                          extrapolation_modules=["arithmetic__add_or_sub_big"])
-    params["data"].update(train_per_module=60, test_per_module=16, rows_per_shard=40)
-    params["train"].update(steps=12, batch_size=8, checkpoint_every=6, log_every=3)
-    params["evaluate"].update(train_sample=16)
-    for entry in params["models"].values():
-        entry.update(d_model=16, n_heads=2, d_ff=32)
-    micro_n2f(params)  # no N2F task here: tests/test_n2f_pipeline.py runs them
-    micro_summarization(params)  # one dataset; tests/test_summarization_pipeline.py runs all four
-    return micro_two_variable(params)  # `rule all` / `dvc repro` run that experiment too
-
-
-def run(cmd: list[str], cwd, generate_python) -> str:
-    result = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True,
-                            env=tool_env(TPREPRO_GENERATE_PYTHON=str(generate_python)))
-    assert result.returncode == 0, f"{' '.join(cmd)} failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
-    return result.stdout + result.stderr
-
-
-def snakemake(root, generate_python, *args) -> str:
-    return run([sys.executable, "-m", "snakemake", "--cores", "2", *args], root, generate_python)
-
-
-def dvc(root, generate_python, *args) -> str:
-    return run([sys.executable, "-m", "dvc", *args], root, generate_python)
-
-
-def planned_jobs(dry_run_output: str) -> dict[str, int]:
-    """The 'Job stats' table of a Snakemake dry run as {rule: count}."""
-    lines = dry_run_output.split("Job stats:", 1)[1].splitlines()[3:]
-    jobs = {}
-    for line in lines:
-        parts = line.split()
-        if len(parts) != 2 or parts[0] == "total":
-            break
-        jobs[parts[0]] = int(parts[1])
-    return jobs
-
-
-def check_results(root, params) -> None:
-    modules = pd.read_csv(root / "results/tables/mathematics_modules.csv")
-    assert list(modules.columns) == ["model", "module", "split", "n", "correct", "accuracy"]
-    assert set(modules["model"]) == set(params["grid"]["models"])
-    assert set(modules["split"]) == {"interpolate", "extrapolate", "train"}
-    assert set(modules[modules.split == "interpolate"]["module"]) == set(params["grid"]["modules"])
-    assert (modules[modules.split != "train"]["n"] == params["data"]["test_per_module"]).all()
-    table1 = pd.read_csv(root / "results/tables/table1.csv")
-    assert set(table1["model"]) == set(params["grid"]["models"]) and (table1["steps"] == 12).all()
-    assert (root / "results/figures/mathematics_modules.png").read_bytes()[:4] == b"\x89PNG"
-    assert json.loads((root / "results/metrics.json").read_text()).keys() == set(params["grid"]["models"])
 
 
 def check_mlflow(root, params) -> None:

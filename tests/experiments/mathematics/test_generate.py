@@ -15,7 +15,9 @@ from tprepro.data.shards import SCHEMA, iter_rows, open_dataset, shard_name, wri
 from tprepro.experiments.mathematics.data_stage import run_data_stage
 from tprepro.errors import TpreproError
 
-SRC = Path(__file__).resolve().parent.parent / "src"
+from helpers import REPO
+
+SRC = REPO / "src"
 CONFIG = {"source": "generate", "release_root": None, "seed": 1,
           "train_per_module": 30, "test_per_module": 30, "rows_per_shard": 10}  # fmt: skip
 # A composed module (entity sets, variable letters) on a train split, a plain

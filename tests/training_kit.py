@@ -1,4 +1,5 @@
-"""Training: resume from a checkpoint equals an uninterrupted run, bit for bit on CPU."""
+"""In-process training on a small arithmetic dataset: the job, the module-scoped `data` fixture
+(import it into a test module to use it), a crash callback and the exact-resume check."""
 
 import pytest
 import torch
@@ -8,9 +9,7 @@ from tprepro.data.shards import open_dataset
 from tprepro.data.vocab import build_vocab
 from tprepro.models.registry import resolve_model_config
 from tprepro.train.callbacks import Callback
-from tprepro.train.checkpoint import load_checkpoint, save_checkpoint
 from tprepro.train.trainer import Trainer, TrainJob
-from tprepro.errors import TpreproError
 
 from helpers import arithmetic_rows, write_dataset
 
@@ -68,59 +67,3 @@ def assert_resume_equals_uninterrupted(make, tmp_path, steps: int = 14) -> None:
     for s_full, s_res in zip(full.optimizer.state.values(), resumed.optimizer.state.values()):
         assert torch.equal(s_full["exp_avg"], s_res["exp_avg"])
         assert torch.equal(s_full["exp_avg_sq"], s_res["exp_avg_sq"])
-
-
-@pytest.mark.parametrize("preset", ["transformer_tiny", "tp_transformer_tiny"])
-def test_resume_after_crash_equals_uninterrupted(data, tmp_path, preset):
-    assert_resume_equals_uninterrupted(lambda: make_job(data, 14, preset), tmp_path)
-
-
-def test_resume_is_exact_under_token_weighting(data, tmp_path):
-    """The running count of target tokens behind `loss_weighting: token` is checkpointed."""
-    assert_resume_equals_uninterrupted(lambda: make_job(data, 14, loss_weighting="token"), tmp_path)
-
-
-def test_token_weighting_divides_by_the_running_mean_of_tokens_per_batch(data, tmp_path):
-    trainer = Trainer(make_job(data, 6, loss_weighting="token", batching="buckets"), tmp_path / "ckpt.pt")
-    counts, weights = [], []
-    for batch in trainer.stream:
-        counts.append(batch.n_tokens)
-        weights.append(trainer.loss_weight(batch))
-        trainer.step += 1
-        if len(counts) == 6:
-            break
-    assert len(set(counts)) > 1  # buckets of different answer lengths
-    for n, weight in enumerate(weights, start=1):
-        assert weight == pytest.approx(n / sum(counts[:n]))
-    batch_weighted = Trainer(make_job(data, 6), tmp_path / "other.pt")
-    assert batch_weighted.loss_weight(next(iter(batch_weighted.stream))) is None  # the batch's own mean
-
-
-def test_extending_steps_resumes_and_other_settings_restart(data, tmp_path):
-    ckpt = tmp_path / "ckpt.pt"
-    Trainer(make_job(data, 6), ckpt).fit()
-    longer = Trainer(make_job(data, 10), ckpt)
-    assert longer.resumed_from == 6
-    other = make_job(data, 10)
-    other.seed = 12
-    assert Trainer(other, ckpt).resumed_from is None
-
-
-def test_training_reduces_the_loss(data, tmp_path):
-    losses = []
-
-    class Record(Callback):
-        def on_log(self, step, metrics):
-            losses.append(metrics["loss"])
-
-    Trainer(make_job(data, 40), tmp_path / "ckpt.pt", callbacks=[Record()]).fit()
-    assert sum(losses[-3:]) / 3 < sum(losses[:3]) / 3
-
-
-def test_checkpoints_are_atomic_and_corruption_is_named(tmp_path):
-    path = tmp_path / "ckpt.pt"
-    save_checkpoint({"x": torch.ones(2)}, path)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt.pt"]  # no temp file left
-    path.write_bytes(path.read_bytes()[:20])
-    with pytest.raises(TpreproError, match="ckpt.pt: unreadable checkpoint"):
-        load_checkpoint(path)

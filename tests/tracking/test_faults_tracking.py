@@ -17,7 +17,7 @@ from tprepro.train.checkpoint import load_checkpoint
 from tprepro.train.trainer import Trainer
 
 from helpers import REPO, arithmetic_rows, tool_env, write_dataset, write_params
-from test_trainer import CrashAt, data, make_job  # noqa: F401  (the module-scoped dataset fixture)
+from training_kit import CrashAt, data, make_job  # noqa: F401  (the module-scoped dataset fixture)
 from training_project import make_workspace, start_training, train
 
 LOCAL = "sqlite:///mlflow.db"

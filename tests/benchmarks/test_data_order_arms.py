@@ -1,11 +1,12 @@
 """benchmarks/data_order.py: what each arm name stands for."""
 
 import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from helpers import REPO
+
+sys.path.insert(0, str(REPO / "benchmarks"))
 from data_order import arm_settings  # noqa: E402
 
 from tprepro.params import TrainConfig  # noqa: E402

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from helpers import copy_project, write_params, experiment_name
-from test_pipeline import micro_params, snakemake
+from pipeline_kit import micro_params, snakemake
 
 pytestmark = pytest.mark.slow
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from helpers import REPO, copy_project, micro_n2f, tool_env, write_params
-from test_pipeline import check_results, micro_params
+from pipeline_kit import check_results, micro_params
 
 pytestmark = pytest.mark.slow
 

@@ -5,7 +5,6 @@ fallback to the local store when the server dies mid-training."""
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import sqlite3
@@ -20,7 +19,7 @@ import mlflow.artifacts
 import pytest
 
 from helpers import chromium, copy_project, experiment_name, tool_env, write_params
-from test_pipeline import micro_params
+from pipeline_kit import micro_params
 from training_project import make_workspace, start_training, summary
 
 pytestmark = pytest.mark.slow

@@ -10,7 +10,7 @@ joined, `&&` / `;` / `|` chains split, `$ ` prompts in console blocks) is checke
 - `dvc ...` through DVC's argument parser;
 - every token that names a repository path (its first component an entry of the repository or of
   the pipeline's outputs) exists, or is an output of a DVC stage (dvc.yaml: the same outputs as the
-  Snakefile, tests/test_dag_equality.py) or of a Makefile rule, or is written by the command itself.
+  Snakefile, tests/workflow/test_dag_equality.py) or of a Makefile rule, or is written by the command itself.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+from helpers import REPO
+
 SHELL_LANGUAGES = {"bash", "sh", "shell", "console"}
 FENCE = re.compile(r"^(\s*)```\s*([A-Za-z0-9_+-]*)\s*$")
 ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")

@@ -16,7 +16,7 @@ from tprepro.train.distributed import World, shard_batch
 from tprepro.train.preemption import Preempted, PreemptionFlag
 from tprepro.train.trainer import Trainer, sequence_loss, speed_paths
 
-from test_trainer import assert_same_weights, data, make_job  # noqa: F401  (fixture)
+from training_kit import assert_same_weights, data, make_job  # noqa: F401  (fixture)
 
 
 def test_flag_catches_sigterm_and_sigusr1_and_restores_the_handlers():

@@ -7,7 +7,6 @@ import math
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 from tprepro.experiments.n2f.tuples import ARG_NONE, ARG_PAD, REL_BOS, REL_EOS, REL_PAD
 from tprepro.errors import TpreproError

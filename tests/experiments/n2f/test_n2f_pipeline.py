@@ -95,7 +95,7 @@ def test_n2f_pipeline_through_snakemake(tmp_path, generate_python):
 
 def test_n2f_pipeline_through_dvc(tmp_path, generate_python):
     """AlgoLisp's stages through `dvc repro`. MathQA's DVC stages run the same commands with other
-    arguments (tests/test_dag_equality.py keeps both tasks' commands and outputs equal to the
+    arguments (tests/workflow/test_dag_equality.py keeps both tasks' commands and outputs equal to the
     Snakemake DAG's), and MathQA runs end to end through Snakemake above."""
     root = tmp_path / "repo"
     params = n2f_project(root)

@@ -1,6 +1,5 @@
 """Streaming mixed, length-sorted batches: coverage, pools and buckets, bounded memory, exact resume."""
 
-import itertools
 from collections import Counter
 
 import pytest

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from helpers import release_file, load_default_params, tool_env, write_dataset, write_params
-from test_trainer import assert_resume_equals_uninterrupted
-from test_trainer import make_job as trainer_job
+from training_kit import assert_resume_equals_uninterrupted
+from training_kit import make_job as trainer_job
 from tprepro.params import load_params
 from tprepro.data.shards import open_dataset
 from tprepro.experiments.n2f.tuple_vocab import build_tuple_vocab

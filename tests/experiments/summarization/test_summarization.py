@@ -16,7 +16,7 @@ import torch
 from rouge_score import rouge_scorer
 
 from helpers import tool_env
-from test_trainer import CrashAt, assert_same_weights
+from training_kit import CrashAt, assert_same_weights
 from tprepro.params import TrainConfig, validate_params
 from tprepro.data.shards import iter_rows, open_dataset
 from tprepro.errors import TpreproError
