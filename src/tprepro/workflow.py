@@ -1,5 +1,5 @@
-"""Helpers the Snakemake rules call (workflow/rules/*.smk): each stage's code digest and params
-values (from its Stage declaration), paths, per-rule SLURM resources, the invocation's parent runs."""
+"""Helpers the Snakemake rules call (workflow/rules/*.smk): each stage's command, code digest and
+params values (from its Stage declaration), paths, per-rule SLURM resources, the invocation's parent runs."""
 
 from __future__ import annotations
 
@@ -11,11 +11,6 @@ from pathlib import Path
 from tprepro.errors import TpreproError
 
 _OWNED_ENV = "TPREPRO_MLFLOW_PARENT_OWNED"  # set when this invocation opened the parent runs
-
-
-def parent(path: str) -> str:
-    """The folder holding `path` (a rule's params derived from its inputs, as Snakemake advises)."""
-    return str(Path(path).parent)
 
 
 CODE_DIGESTS = Path(".snakemake/tprepro/code")  # one file per stage: its source files and their hashes
@@ -81,6 +76,29 @@ def settings(stage: str, params: dict) -> dict:
 def _per_job(params: dict, key: str):
     """A params function of the job's wildcards: the value of `key` with them filled in."""
     return lambda wildcards: setting(params, key.format(**dict(wildcards.items())))
+
+
+_DVC_REFERENCE = re.compile(r"\$\{([^}]+)\}")  # ${item.model}, ${key}, ${n2f.seeds[0]}
+
+
+def stage_shell(stage: str, params: dict, **names: str) -> str:
+    """A rule's shell command: stage `stage`'s dvc.yaml command (its first DvcStage), so both tools
+    run one declared command. DVC's `${item.<key>}` becomes the job's `{wildcards.<key>}`, `${item}`
+    and `${key}` the wildcard `names` gives them (e.g. key="dataset"), any other reference its value
+    in `params` (`n2f.seeds[0]`: an element of a list); the output goes to the rule's log."""
+    from tprepro.experiments import stage as registered
+
+    def snakemake(match: re.Match) -> str:
+        reference = match.group(1)
+        if reference.startswith("item."):
+            return f"{{wildcards.{reference.removeprefix('item.')}}}"
+        if reference in ("item", "key"):
+            return f"{{wildcards.{names[reference]}}}"
+        key, index = re.fullmatch(r"(.+?)(?:\[(\d+)\])?", reference).groups()
+        value = setting(params, key)
+        return str(value[int(index)] if index is not None else value)
+
+    return _DVC_REFERENCE.sub(snakemake, registered(stage).dvc[0].cmd) + " > {log} 2>&1"
 
 
 def module_dirs(data: str, splits, modules) -> list[str]:

@@ -12,11 +12,7 @@ TOY_CLI = '''"""A toy experiment: one stage that counts to the params' train.ste
 
 from pathlib import Path
 
-from tprepro.experiments import COMMON, DvcStage, Experiment, Stage
-
-
-def _arguments(parser) -> None:
-    parser.add_argument("--out", required=True, help="the count file")
+from tprepro.experiments import COMMON, DvcStage, Experiment, Stage, options
 
 
 def _count(args) -> None:
@@ -28,7 +24,7 @@ def _count(args) -> None:
 EXPERIMENT = Experiment(
     name="toy",
     title="A toy experiment",
-    stages=(Stage("toy-count", "write the number of training steps", _arguments, _count,
+    stages=(Stage("toy-count", "write the number of training steps", options(out="the count file"), _count,
                   code=(*COMMON, "experiments/toy/cli.py"), params=("train.steps",),
                   dvc=(DvcStage("tprepro toy-count --out results/toy.txt", results=("results/toy.txt",)),)),),
 )
@@ -42,8 +38,10 @@ rule toy_count:
         "results/toy.txt",
     params:
         **settings("toy-count", P),
+    log:
+        "logs/toy.log",
     shell:
-        "tprepro toy-count --out {output}"
+        stage_shell("toy-count", P)
 '''
 
 

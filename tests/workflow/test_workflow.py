@@ -1,12 +1,13 @@
-"""workflow.code_digest: one input file per stage that changes exactly when the stage's code does."""
+"""tprepro.workflow: one code-digest input file per stage that changes exactly when the stage's code
+does; the rules' params values and shell commands, taken from the stage declarations."""
 
 import os
 import shutil
 import time
 
-from helpers import REPO
+from helpers import REPO, load_default_params
 from tprepro.experiments import code_files
-from tprepro.workflow import code_digest
+from tprepro.workflow import code_digest, stage_shell
 
 
 def test_the_digest_changes_with_the_code_and_only_then(tmp_path):
@@ -54,3 +55,16 @@ def test_settings_give_a_rule_the_values_of_its_stage_params_keys():
     assert entries["n2f_task_train"](job) == {"steps": 3}
     with pytest.raises(TpreproError, match="n2f.mathqa.train"):
         entries["n2f_task_train"](Wildcards(fromdict={"task": "mathqa", "model": "tp_n2f"}))
+
+
+def test_a_rules_shell_command_is_its_stages_dvc_command_in_snakemake_terms():
+    params = load_default_params()
+    assert stage_shell("n2f-train", params) == (
+        "tprepro n2f-train --task {wildcards.task} --model {wildcards.model} --seed {wildcards.seed} "
+        "--train data/n2f/{wildcards.task}/train --vocab data/n2f/{wildcards.task}/vocab.json "
+        "--out n2f/models/{wildcards.task}/{wildcards.model}-s{wildcards.seed} "
+        "--checkpoints n2f/checkpoints/{wildcards.task}/{wildcards.model}-s{wildcards.seed} > {log} 2>&1")
+    # ${key} of a foreach stage: the wildcard the rule names; other references: their params value
+    assert "--dataset {wildcards.dataset} " in stage_shell("summarization-data", params, key="dataset")
+    unbound = f"{params['interpret']['unbinding']['model']}-s{params['n2f']['seeds'][0]}"
+    assert f"--model-dir n2f/models/{{wildcards.task}}/{unbound} " in stage_shell("interpret-n2f", params)

@@ -3,14 +3,13 @@
 # YAML) overrides those settings, validated like the file (tprepro.params.snakemake_params).
 from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE, TRAIN_SPLITS
 from tprepro.params import snakemake_params
-from tprepro.workflow import cluster_resources, code_digest, module_dirs, parent, settings
+from tprepro.workflow import cluster_resources, code_digest, module_dirs, settings, stage_shell
 
 PARAMS_FILE, P = snakemake_params(config)  # stops here, naming the key, if the settings are invalid
 GRID = P["grid"]
 
 DATA = "data/mathematics"
 VOCAB = "data/vocab.json"
-TRAIN_DIRS = [f"{DATA}/{split}" for split in TRAIN_SPLITS]
 RUNS = [f"{model}-s{seed}" for model in GRID["models"] for seed in GRID["seeds"]]
 
 
@@ -19,4 +18,3 @@ wildcard_constraints:
     module=r"[A-Za-z0-9_]+",
     model=r"[A-Za-z0-9_]+",
     seed=r"\d+",
-    run=r"[A-Za-z0-9_]+-s\d+",

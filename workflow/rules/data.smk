@@ -16,8 +16,7 @@ rule data:
     conda:
         "../../envs/generate.yaml"
     shell:
-        "tprepro data --split {wildcards.split} --module {wildcards.module}"
-        " --out {output} --processes {threads} > {log} 2>&1"
+        stage_shell("data", P)  # its extrapolate jobs run dvc.yaml's data_extrapolate command
 
 
 rule vocab:
@@ -28,7 +27,6 @@ rule vocab:
         VOCAB,
     params:
         **settings("vocab", P),
-        train=TRAIN_DIRS,
     log:
         "logs/vocab.log",
     resources:
@@ -36,4 +34,4 @@ rule vocab:
     conda:
         "../../envs/torch.yaml"
     shell:
-        "tprepro vocab --train {params.train} --out {output} > {log} 2>&1"
+        stage_shell("vocab", P)

@@ -13,10 +13,6 @@ rule evaluate:
         "results/eval/{model}-s{seed}.csv",
     params:
         **settings("evaluate", P),
-        model_dir=lambda wildcards, input: parent(input.model),
-        train_dirs=TRAIN_DIRS,
-        interpolate=lambda wildcards, input: parent(input.interpolate[0]),
-        extrapolate=lambda wildcards, input: parent(input.extrapolate[0]),
     log:
         "logs/evaluate/{model}-s{seed}.log",
     resources:
@@ -24,6 +20,4 @@ rule evaluate:
     conda:
         "../../envs/torch.yaml"
     shell:
-        "tprepro evaluate --model-dir {params.model_dir}"
-        " --interpolate {params.interpolate} --extrapolate {params.extrapolate}"
-        " --train {params.train_dirs} --out {output} > {log} 2>&1"
+        stage_shell("evaluate", P)

@@ -9,27 +9,24 @@ UNBINDING_RUN = f"{INTERPRET['unbinding']['model']}-s{N2F['seeds'][0]}"  # the f
 
 rule interpret_mathematics:
     input:
-        model="models/{run}/model.pt",
-        metrics="models/{run}/train_metrics.json",
-        evaluation="results/eval/{run}.csv",
+        model="models/{model}-s{seed}/model.pt",
+        metrics="models/{model}-s{seed}/train_metrics.json",
+        evaluation="results/eval/{model}-s{seed}.csv",
         data=f"{DATA}/{INTERPOLATE}/{INTERPRET['module']}",
         code=code_digest("interpret-mathematics"),
     output:
-        report(directory(f"{INTERPRET_DIR}/mathematics/{{run}}"), patterns=["{name}.png"],
+        report(directory(f"{INTERPRET_DIR}/mathematics/{{model}}-s{{seed}}"), patterns=["{name}.png"],
                caption="../report/interpret_mathematics.rst", category="Interpretation"),
     params:
         **settings("interpret-mathematics", P),
-        model_dir=lambda wildcards, input: parent(input.model),
-        interpolate=lambda wildcards, input: parent(input.data),
     log:
-        "logs/interpret/mathematics/{run}.log",
+        "logs/interpret/mathematics/{model}-s{seed}.log",
     resources:
         **cluster_resources(P, "tables", workflow),
     conda:
         "../../envs/torch.yaml"
     shell:
-        "tprepro interpret-mathematics --model-dir {params.model_dir}"
-        " --interpolate {params.interpolate} --out {output} > {log} 2>&1"
+        stage_shell("interpret-mathematics", P)
 
 
 rule interpret_reconstruction:
@@ -44,7 +41,6 @@ rule interpret_reconstruction:
                    category="Interpretation"),
     params:
         **settings("interpret-reconstruction", P),
-        interpret_dir=lambda wildcards, input: parent(input[0]),
     log:
         "logs/interpret/head_reconstruction.log",
     resources:
@@ -52,32 +48,29 @@ rule interpret_reconstruction:
     conda:
         "../../envs/torch.yaml"
     shell:
-        "tprepro interpret-reconstruction --interpret-dir {params.interpret_dir}"
-        " --models-dir models --csv {output.csv} --md {output.md} --figure {output.png} > {log} 2>&1"
+        stage_shell("interpret-reconstruction", P)
 
 
 rule interpret_two_variable:
     input:
-        model="two_variable/models/{run}/model.pt",
-        metrics="two_variable/models/{run}/train_metrics.json",
-        evaluation="two_variable/eval/{run}.csv",
+        model="two_variable/models/{model}-s{seed}/model.pt",
+        metrics="two_variable/models/{model}-s{seed}/train_metrics.json",
+        evaluation="two_variable/eval/{model}-s{seed}.csv",
         test=rules.two_variable_data.output.test,
         code=code_digest("interpret-two-variable"),
     output:
-        report(directory(f"{INTERPRET_DIR}/two_variable/{{run}}"), patterns=["{name}.png"],
+        report(directory(f"{INTERPRET_DIR}/two_variable/{{model}}-s{{seed}}"), patterns=["{name}.png"],
                caption="../report/interpret_two_variable.rst", category="Interpretation"),
     params:
         **settings("interpret-two-variable", P),
-        model_dir=lambda wildcards, input: parent(input.model),
     log:
-        "logs/interpret/two_variable/{run}.log",
+        "logs/interpret/two_variable/{model}-s{seed}.log",
     resources:
         **cluster_resources(P, "tables", workflow),
     conda:
         "../../envs/torch.yaml"
     shell:
-        "tprepro interpret-two-variable --model-dir {params.model_dir}"
-        " --test {input.test} --out {output} > {log} 2>&1"
+        stage_shell("interpret-two-variable", P)
 
 
 rule interpret_n2f:
@@ -92,7 +85,6 @@ rule interpret_n2f:
                caption="../report/interpret_n2f.rst", category="Interpretation"),
     params:
         **settings("interpret-n2f", P),
-        model_dir=lambda wildcards, input: parent(input.model),
     log:
         "logs/interpret/n2f/{task}.log",
     resources:
@@ -100,5 +92,4 @@ rule interpret_n2f:
     conda:
         "../../envs/torch.yaml"
     shell:
-        "tprepro interpret-n2f --task {wildcards.task} --model-dir {params.model_dir}"
-        " --test {input.test} --out {output} > {log} 2>&1"
+        stage_shell("interpret-n2f", P)

@@ -31,8 +31,7 @@ rule n2f_data:
     conda:
         "../../envs/torch.yaml"
     shell:
-        "tprepro n2f-data --task {wildcards.task} --out data/n2f/{wildcards.task}"
-        " > {log} 2>&1"
+        stage_shell("n2f-data", P)
 
 
 rule n2f_quality:
@@ -51,8 +50,7 @@ rule n2f_quality:
     conda:
         "../../envs/torch.yaml"
     shell:
-        "tprepro n2f-quality --task {wildcards.task} --data data/n2f/{wildcards.task}"
-        " --out {output} > {log} 2>&1"
+        stage_shell("n2f-quality", P)
 
 
 rule n2f_train:
@@ -65,8 +63,6 @@ rule n2f_train:
         metrics="n2f/models/{task}/{model}-s{seed}/train_metrics.json",
     params:
         **settings("n2f-train", P),
-        out="n2f/models/{task}/{model}-s{seed}",
-        checkpoints="n2f/checkpoints/{task}/{model}-s{seed}",
     log:
         "logs/n2f/{task}/train/{model}-s{seed}.log",
     threads: max(1, N2F_TRAIN["threads"])
@@ -76,31 +72,27 @@ rule n2f_train:
     conda:
         "../../envs/torch.yaml"
     shell:
-        "tprepro n2f-train --task {wildcards.task} --model {wildcards.model} --seed {wildcards.seed}"
-        " --train {input.train} --vocab {input.vocab} --out {params.out} --checkpoints {params.checkpoints}"
-        " > {log} 2>&1"
+        stage_shell("n2f-train", P)
 
 
 rule n2f_evaluate:
     input:
-        model="n2f/models/{task}/{run}/model.pt",
-        metrics="n2f/models/{task}/{run}/train_metrics.json",
+        model="n2f/models/{task}/{model}-s{seed}/model.pt",
+        metrics="n2f/models/{task}/{model}-s{seed}/train_metrics.json",
         test="data/n2f/{task}/test",
         code=code_digest("n2f-evaluate"),
     output:
-        "n2f/eval/{task}/{run}.csv",
+        "n2f/eval/{task}/{model}-s{seed}.csv",
     params:
         **settings("n2f-evaluate", P),
-        model_dir=lambda wildcards, input: parent(input.model),
     log:
-        "logs/n2f/{task}/evaluate/{run}.log",
+        "logs/n2f/{task}/evaluate/{model}-s{seed}.log",
     resources:
         **cluster_resources(P, "evaluate", workflow),
     conda:
         "../../envs/torch.yaml"
     shell:
-        "tprepro n2f-evaluate --task {wildcards.task} --model-dir {params.model_dir}"
-        " --test {input.test} --out {output} > {log} 2>&1"
+        stage_shell("n2f-evaluate", P)
 
 
 rule n2f_tables:
@@ -123,7 +115,4 @@ rule n2f_tables:
     conda:
         "../../envs/torch.yaml"
     shell:
-        "tprepro n2f-tables --task {wildcards.task} --eval-dir n2f/eval/{wildcards.task}"
-        " --models-dir n2f/models/{wildcards.task} --table-csv {output.csv} --table-md {output.md}"
-        " --table-html {output.html} --metrics {output.metrics}"
-        " > {log} 2>&1"
+        stage_shell("n2f-tables", P)

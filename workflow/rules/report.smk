@@ -29,7 +29,4 @@ rule tables:
     conda:
         "../../envs/torch.yaml"
     shell:
-        "tprepro tables --eval-dir results/eval --models-dir models --table-csv {output.table1_csv}"
-        " --table-md {output.table1_md} --table-html {output.table1_html} --metrics {output.metrics}"
-        " --modules-csv {output.modules} --figure {output.figure} --curves {output.curves}"
-        " > {log} 2>&1"
+        stage_shell("tables", P)

@@ -24,7 +24,7 @@ rule summarization_corpus:
     conda:
         "../../envs/torch.yaml"
     shell:
-        "tprepro summarization-corpus --out {output} > {log} 2>&1"
+        stage_shell("summarization-corpus", P)
 
 
 rule summarization_data:
@@ -44,8 +44,7 @@ rule summarization_data:
     conda:
         "../../envs/torch.yaml"
     shell:
-        "tprepro summarization-data --dataset {wildcards.dataset}"
-        " --corpus {input.corpus} --out {output} > {log} 2>&1"
+        stage_shell("summarization-data", P, key="dataset")
 
 
 rule summarization_train:
@@ -57,8 +56,6 @@ rule summarization_train:
         metrics="summarization/models/{dataset}/{model}/train_metrics.json",
     params:
         **settings("summarization-train", P),
-        out="summarization/models/{dataset}/{model}",
-        checkpoints="summarization/checkpoints/{dataset}/{model}",
     log:
         "logs/summarization/train/{dataset}/{model}.log",
     threads: max(1, SUM_TRAIN["threads"])
@@ -68,8 +65,7 @@ rule summarization_train:
     conda:
         "../../envs/torch.yaml"
     shell:
-        "tprepro summarization-train --dataset {wildcards.dataset} --model {wildcards.model}"
-        " --data {input.data} --out {params.out} --checkpoints {params.checkpoints} > {log} 2>&1"
+        stage_shell("summarization-train", P)
 
 
 rule summarization_evaluate:
@@ -82,7 +78,6 @@ rule summarization_evaluate:
         "summarization/eval/{dataset}/{model}.json",
     params:
         **settings("summarization-evaluate", P),
-        model_dir=lambda wildcards, input: parent(input.model),
     log:
         "logs/summarization/evaluate/{dataset}/{model}.log",
     resources:
@@ -90,8 +85,7 @@ rule summarization_evaluate:
     conda:
         "../../envs/torch.yaml"
     shell:
-        "tprepro summarization-evaluate --dataset {wildcards.dataset}"
-        " --model-dir {params.model_dir} --data {input.data} --out {output} > {log} 2>&1"
+        stage_shell("summarization-evaluate", P)
 
 
 rule summarization_tables:
@@ -114,5 +108,4 @@ rule summarization_tables:
     conda:
         "../../envs/torch.yaml"
     shell:
-        "tprepro summarization-tables --eval-dir summarization/eval --table-csv {output.csv}"
-        " --table-md {output.md} --table-html {output.html} --metrics {output.metrics} > {log} 2>&1"
+        stage_shell("summarization-tables", P)

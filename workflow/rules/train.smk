@@ -17,10 +17,6 @@ rule train:
         curve="models/{model}-s{seed}/learning_curve.csv",
     params:
         **settings("train", P),  # models.{model}: editing another model reruns not this one
-        train_dirs=TRAIN_DIRS,
-        heldout=lambda wildcards, input: parent(input.heldout[0]),
-        out="models/{model}-s{seed}",
-        checkpoints="checkpoints/{model}-s{seed}",
     log:
         "logs/train/{model}-s{seed}.log",
     threads: max(1, P["train"]["threads"])
@@ -30,6 +26,4 @@ rule train:
     conda:
         "../../envs/torch.yaml"
     shell:
-        "tprepro train --model {wildcards.model} --seed {wildcards.seed}"
-        " --train {params.train_dirs} --vocab {input.vocab} --out {params.out}"
-        " --checkpoints {params.checkpoints} --heldout {params.heldout} > {log} 2>&1"
+        stage_shell("train", P)

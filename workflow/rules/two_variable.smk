@@ -19,7 +19,6 @@ rule two_variable_data:
         vocab=f"{TV_DATA}/vocab.json",
     params:
         **settings("two-variable-data", P),
-        out=lambda wildcards, output: parent(output.vocab),
     log:
         "logs/two_variable/data.log",
     resources:
@@ -27,7 +26,7 @@ rule two_variable_data:
     conda:
         "../../envs/torch.yaml"
     shell:
-        "tprepro two-variable-data --out {params.out} --vocab {output.vocab} > {log} 2>&1"
+        stage_shell("two-variable-data", P)
 
 
 rule two_variable_train:
@@ -42,8 +41,6 @@ rule two_variable_train:
         curve="two_variable/models/{model}-s{seed}/learning_curve.csv",
     params:
         **settings("two-variable-train", P),
-        out="two_variable/models/{model}-s{seed}",
-        checkpoints="two_variable/checkpoints/{model}-s{seed}",
     log:
         "logs/two_variable/train/{model}-s{seed}.log",
     threads: max(1, TV_TRAIN["threads"])
@@ -53,31 +50,27 @@ rule two_variable_train:
     conda:
         "../../envs/torch.yaml"
     shell:
-        "tprepro two-variable-train --model {wildcards.model} --seed {wildcards.seed} --train {input.train}"
-        " --vocab {input.vocab} --out {params.out} --checkpoints {params.checkpoints}"
-        " --heldout {input.heldout} > {log} 2>&1"
+        stage_shell("two-variable-train", P)
 
 
 rule two_variable_evaluate:
     input:
-        model="two_variable/models/{run}/model.pt",
-        metrics="two_variable/models/{run}/train_metrics.json",
+        model="two_variable/models/{model}-s{seed}/model.pt",
+        metrics="two_variable/models/{model}-s{seed}/train_metrics.json",
         test=rules.two_variable_data.output.test,
         code=code_digest("two-variable-evaluate"),
     output:
-        "two_variable/eval/{run}.csv",
+        "two_variable/eval/{model}-s{seed}.csv",
     params:
         **settings("two-variable-evaluate", P),
-        model_dir=lambda wildcards, input: parent(input.model),
     log:
-        "logs/two_variable/evaluate/{run}.log",
+        "logs/two_variable/evaluate/{model}-s{seed}.log",
     resources:
         **cluster_resources(P, "evaluate", workflow),
     conda:
         "../../envs/torch.yaml"
     shell:
-        "tprepro two-variable-evaluate --model-dir {params.model_dir}"
-        " --test {input.test} --out {output} > {log} 2>&1"
+        stage_shell("two-variable-evaluate", P)
 
 
 rule two_variable_tables:
@@ -104,7 +97,4 @@ rule two_variable_tables:
     conda:
         "../../envs/torch.yaml"
     shell:
-        "tprepro two-variable-tables --eval-dir two_variable/eval --models-dir two_variable/models"
-        " --table-csv {output.csv} --table-md {output.md} --table-html {output.html}"
-        " --curves {output.curves} --metrics {output.metrics}"
-        " > {log} 2>&1"
+        stage_shell("two-variable-tables", P)
