@@ -89,8 +89,10 @@ system-deps:
 	fi
 
 ## test: install, then the whole test suite (slow end-to-end checks included)
+# Two workers, each taking whole test files (module fixtures such as the SLURM run are built once):
+# most tests are one process waiting on another, so two at a time fill CI's two cores.
 test: install system-deps
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist loadfile
 
 ## test-fast: the unit tests only
 test-fast: install
