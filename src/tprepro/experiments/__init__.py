@@ -138,7 +138,7 @@ def _own_schema(package: str) -> dict:
     return read_yaml(str(schema)) if schema.is_file() else {}
 
 
-# Argument groups several experiments' stages share.
+# Stages' command-line options, each declared once: shared ones by name, a stage's own with its help.
 @dataclass(frozen=True)
 class Option:
     """One option of a stage's command line, `--<name>` with dashes for underscores."""
