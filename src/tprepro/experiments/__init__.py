@@ -180,11 +180,9 @@ def options(*shared: str, **own: str | Option) -> Callable[[argparse.ArgumentPar
 def train_arguments(models: str, seeds: str, **own: str | Option) -> Callable[[argparse.ArgumentParser], None]:
     """One model (named under `models` in params) trained with one of `seeds` (a params key), on a
     train dataset directory, to --out and --checkpoints; `own`: further options (see `options`)."""
-    return options(**{"model": f"a model name under {models} in the params file",
-                      "seed": Option(f"training seed (one of {seeds})", type=int),
-                      "train": SHARED_OPTIONS["train"], "vocab": SHARED_OPTIONS["vocab"],
-                      "out": "directory for model.pt and train_metrics.json",
-                      "checkpoints": SHARED_OPTIONS["checkpoints"], **own})
+    return options("train", "vocab", "checkpoints", **{"model": f"a model name under {models} in the params file",
+                   "seed": Option(f"training seed (one of {seeds})", type=int),
+                   "out": "directory for model.pt and train_metrics.json", **own})
 
 
 def test_arguments(out: str, **own: str | Option) -> Callable[[argparse.ArgumentParser], None]:
@@ -202,10 +200,7 @@ def table_arguments(models: bool = True, evals: str = "the evaluation CSVs",
                     **outputs: str) -> Callable[[argparse.ArgumentParser], None]:
     """A table stage's inputs (evaluations, and the trained models unless `models` is False) and its
     output files, each named by the caller: TABLE_OUTPUTS plus `outputs` ({option: help})."""
-    inputs = {"eval_dir": f"directory of {evals}"}
-    if models:
-        inputs["models_dir"] = SHARED_OPTIONS["models_dir"]
-    return options(**inputs, **TABLE_OUTPUTS, **outputs)
+    return options(*(["models_dir"] if models else []), eval_dir=f"directory of {evals}", **TABLE_OUTPUTS, **outputs)
 
 
 def table_outputs(args: argparse.Namespace, *extra: str) -> dict[str, "Path"]:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from tprepro.data.codecs import CodecKind
 from tprepro.experiments.n2f.settings import check_n2f
-from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, PUBLISHING, SHARED_OPTIONS, TRAINING, DvcStage,
+from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, PUBLISHING, TRAINING, DvcStage,
                                  Experiment, Option, Stage, options, table_arguments, table_outputs, test_arguments,
                                  train_arguments, trained)
 from tprepro.experiments.n2f import TASKS
@@ -116,7 +116,7 @@ EXPERIMENT = Experiment(
                             results=(f"{TABLE}.csv", f"{TABLE}.md", f"{TABLE}.html"),
                             metrics=("results/${item.task}_metrics.json",)),)),
         Stage("interpret-n2f", "cluster the TP-N2F decoder's relation unbinding vectors",
-              test_arguments(SHARED_OPTIONS["out"].help, task=TASK), _interpret,
+              options("model_dir", "test", "out", task=TASK), _interpret,
               code=(*INTERPRETING, "experiments/n2f"),
               params=("interpret.seed", "interpret.unbinding"),
               dvc=(DvcStage(f"tprepro interpret-n2f --task ${{item.task}} --model-dir {MODELS}/{UNBOUND} "

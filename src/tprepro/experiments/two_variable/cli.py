@@ -96,7 +96,7 @@ EXPERIMENT = Experiment(
                                      "results/figures/two_variable_learning_curves.png"),
                             metrics=("results/two_variable_metrics.json",)),)),
         Stage("interpret-two-variable", "attention maps (and ponder maps of an adaptive model) of one model",
-              test_arguments(SHARED_OPTIONS["out"].help), _interpret,
+              options("model_dir", "test", "out"), _interpret,
               code=(*INTERPRETING, "experiments/two_variable/data.py", "experiments/two_variable/interpret.py"),
               params=("interpret.seed", "interpret.examples", "interpret.attention", "interpret.ponder"),
               dvc=(DvcStage(f"tprepro interpret-two-variable --model-dir {MODEL} --test {DATA}/test "
