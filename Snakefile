@@ -23,11 +23,11 @@ include: "workflow/rules/mlflow.smk"
 
 
 rule all:
-    input:
-        rules.tables.output,
-        rules.two_variable_tables.output,
-        expand("results/tables/{task}.md", task=N2F_TASKS),
-        rules.summarization_tables.output,
-        rules.interpret_reconstruction.output,
+    input:  # one output of each last job (a job writes all its outputs)
+        rules.tables.output.metrics,
+        rules.two_variable_tables.output.metrics,
+        expand(rules.n2f_tables.output.metrics, task=N2F_TASKS),
+        rules.summarization_tables.output.metrics,
+        rules.interpret_reconstruction.output.csv,
         expand("results/interpret/two_variable/{run}", run=TV_RUNS),
         expand("results/interpret/n2f/{task}", task=N2F_TASKS),

@@ -127,3 +127,30 @@ def test_manifest_missing_keys(tmp_path):
     (tmp_path / MANIFEST).write_text(json.dumps({"rows": 1, "shards": [{"file": "x"}]}), encoding="utf-8")
     with pytest.raises(TpreproError, match="unreadable manifest"):
         open_dataset(tmp_path)
+
+
+def test_the_index_of_datasets_follows_their_manifests(tmp_path):
+    """dataset_index: rows, shard count and manifest SHA-256 per dataset; a dataset written anew
+    with other rows gets another entry, the same rows the same one."""
+    from tprepro.data.shards import dataset_index
+
+    _make_dataset(tmp_path / "a")
+    _make_dataset(tmp_path / "b", sizes=(4,))
+    index = dataset_index({"a": tmp_path / "a", "b": tmp_path / "b"})
+    assert {name: (entry["rows"], entry["shards"]) for name, entry in index.items()} == {"a": (5, 2), "b": (4, 1)}
+    assert index["a"]["manifest_sha256"] == sha256_file(tmp_path / "a" / MANIFEST)
+    for path in (tmp_path / "b").iterdir():
+        path.unlink()
+    _make_dataset(tmp_path / "b", sizes=(4,))
+    assert dataset_index({"b": tmp_path / "b"}) == {"b": index["b"]}
+    for path in (tmp_path / "b").iterdir():
+        path.unlink()
+    _make_dataset(tmp_path / "b", sizes=(3,))
+    assert dataset_index({"b": tmp_path / "b"})["b"]["manifest_sha256"] != index["b"]["manifest_sha256"]
+
+
+def test_the_index_of_a_missing_dataset_names_its_manifest(tmp_path):
+    from tprepro.data.shards import dataset_index
+
+    with pytest.raises(TpreproError, match=rf"{tmp_path / 'gone' / MANIFEST}: missing dataset manifest"):
+        dataset_index({"gone": tmp_path / "gone"})

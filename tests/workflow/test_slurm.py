@@ -109,6 +109,7 @@ def train_runs(root: Path, params: dict) -> dict:
 
 
 def test_every_stage_ran_as_a_slurm_job(runs):
+    """Every rule but split_index, a localrule (it reads a few manifests on the submitting host)."""
     rules = {job["rule"] for job in runs["jobs"].values()}
     assert rules == {"data", "vocab", "train", "evaluate", "tables",
                      "n2f_data", "n2f_quality", "n2f_train", "n2f_evaluate", "n2f_tables"}

@@ -1,7 +1,7 @@
 # Settings and paths shared by every rule.
 # `--config params=FILE` selects another params file; `--config 'train={steps: 10}'` (any section,
 # YAML) overrides those settings, validated like the file (tprepro.params.snakemake_params).
-from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE, TRAIN_SPLITS
+from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE, TRAIN_SPLITS, split_modules
 from tprepro.params import snakemake_params
 from tprepro.workflow import cluster_resources, code_digest, module_dirs, settings, stage_shell
 
@@ -10,6 +10,13 @@ GRID = P["grid"]
 
 DATA = "data/mathematics"
 VOCAB = "data/vocab.json"
+
+
+def split_index(splits):
+    """The index file of a split (split-index), or of each of `splits`."""
+    return f"{DATA}/{splits}.json" if isinstance(splits, str) else [f"{DATA}/{split}.json" for split in splits]
+
+
 RUNS = [f"{model}-s{seed}" for model in GRID["models"] for seed in GRID["seeds"]]
 
 

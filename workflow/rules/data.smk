@@ -1,4 +1,5 @@
-# One job per Mathematics Dataset (split, module): generated shards, or the release imported.
+# One job per Mathematics Dataset (split, module): generated shards, or the release imported; then
+# one index per split, the one input that stands for its module directories in later jobs.
 
 
 rule data:
@@ -19,9 +20,26 @@ rule data:
         stage_shell("data", P)  # its extrapolate jobs run dvc.yaml's data_extrapolate command
 
 
+rule split_index:
+    input:
+        lambda wildcards: module_dirs(DATA, [wildcards.split], split_modules(GRID, wildcards.split)),
+        code=code_digest("split-index"),
+    output:
+        split_index("{split}"),
+    params:
+        **settings("split-index", P),
+    log:
+        "logs/data/{split}.log",
+    localrule: True
+    conda:
+        "../../envs/torch.yaml"
+    shell:
+        stage_shell("split-index", P)
+
+
 rule vocab:
     input:
-        module_dirs(DATA, TRAIN_SPLITS, GRID["modules"]),
+        split_index(TRAIN_SPLITS),
         code=code_digest("vocab"),
     output:
         VOCAB,

@@ -5,9 +5,9 @@ rule evaluate:
     input:
         model="models/{model}-s{seed}/model.pt",
         metrics="models/{model}-s{seed}/train_metrics.json",
-        interpolate=module_dirs(DATA, [INTERPOLATE], GRID["modules"]),
-        extrapolate=module_dirs(DATA, [EXTRAPOLATE], GRID["extrapolation_modules"]),
-        train=module_dirs(DATA, TRAIN_SPLITS, GRID["modules"]),
+        interpolate=split_index(INTERPOLATE),
+        extrapolate=split_index(EXTRAPOLATE),
+        train=split_index(TRAIN_SPLITS),
         code=code_digest("evaluate"),
     output:
         "results/eval/{model}-s{seed}.csv",

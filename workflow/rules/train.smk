@@ -8,8 +8,8 @@
 rule train:
     input:
         vocab=VOCAB,
-        shards=module_dirs(DATA, TRAIN_SPLITS, GRID["modules"]),
-        heldout=module_dirs(DATA, [INTERPOLATE], GRID["modules"]),  # the learning curve's sample
+        train=split_index(TRAIN_SPLITS),
+        heldout=split_index(INTERPOLATE),  # the learning curve's sample
         code=code_digest("train"),
     output:
         model="models/{model}-s{seed}/model.pt",

@@ -76,8 +76,7 @@ rule two_variable_evaluate:
 rule two_variable_tables:
     input:
         evals=expand("two_variable/eval/{run}.csv", run=TV_RUNS),
-        metrics=expand("two_variable/models/{run}/train_metrics.json", run=TV_RUNS),
-        curves=expand("two_variable/models/{run}/learning_curve.csv", run=TV_RUNS),
+        metrics=expand("two_variable/models/{run}/train_metrics.json", run=TV_RUNS),  # and its learning_curve.csv
         code=code_digest("two-variable-tables"),
     output:
         csv=report("results/tables/two_variable_types.csv", caption="../report/two_variable.rst",

@@ -11,7 +11,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -149,6 +149,18 @@ def open_dataset(directory: str | Path, verify: bool = True, allow_empty: bool =
     if dataset.rows == 0 and not allow_empty:
         raise TpreproError(f"{directory}: dataset is empty (0 rows)")
     return Dataset(directory, manifest, tuple(hashes)) if verify else dataset
+
+
+def dataset_index(directories: Mapping[str, Path]) -> dict:
+    """{name: rows, shard count and manifest SHA-256} of each dataset directory: a small file that
+    stands for the datasets as a stage's input. Its content changes with any dataset's manifest, and
+    every reader checks the shards against that manifest (open_dataset)."""
+    index = {}
+    for name, directory in directories.items():
+        dataset = open_dataset(directory, verify=False)
+        index[name] = {"rows": dataset.rows, "shards": len(dataset.files),
+                       "manifest_sha256": sha256_file(Path(directory) / MANIFEST)}
+    return index
 
 
 def read_columns(path: Path, columns: Sequence[str]) -> pa.Table:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE, TRAIN_SPLITS
+from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE, SPLITS, TRAIN_SPLITS
 from tprepro.experiments.mathematics.settings import check_mathematics
 from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, PUBLISHING, TRAINING, DvcStage, Experiment, Option,
                                  Stage, accuracy_bars, learning_curve, options, table_arguments, table_outputs,
@@ -21,6 +21,12 @@ def _data(args) -> None:
 
     params = load_params(args.params, models=False)  # may run in the generation venv (no torch)
     run_data_stage(args.split, args.module, Path(args.out), params["data"], processes=args.processes)
+
+
+def _split_index(args) -> None:
+    from tprepro.experiments.mathematics.data_stage import split_index_stage
+
+    split_index_stage(args.params, args.split, Path(args.data), Path(args.out))
 
 
 def _vocab(args) -> None:
@@ -72,15 +78,20 @@ def _reconstruction(args) -> None:
                          {"csv": Path(args.csv), "md": Path(args.md), "png": Path(args.figure)})
 
 
+SPLIT = Option("train-easy | train-medium | train-hard | interpolate | extrapolate")
 SPLIT_DIRS = Option("train split directories", many=True)
 
 # dvc.yaml's paths: a run's model and seed range over RUNS.
 RUNS = {"model": "${grid.models}", "seed": "${grid.seeds}"}
 RUN = "${item.model}-s${item.seed}"
 MODEL = f"models/{RUN}"
-TRAIN_DIRS = tuple(f"data/mathematics/{split}" for split in TRAIN_SPLITS)
-HELDOUT = f"data/mathematics/{INTERPOLATE}"
-EXTRAPOLATION = f"data/mathematics/{EXTRAPOLATE}"
+DATA = "data/mathematics"
+TRAIN_DIRS = tuple(f"{DATA}/{split}" for split in TRAIN_SPLITS)
+HELDOUT = f"{DATA}/{INTERPOLATE}"
+EXTRAPOLATION = f"{DATA}/{EXTRAPOLATE}"
+# A split's index (split-index): the one input standing for its module directories.
+TRAIN_INDEXES = tuple(f"{directory}.json" for directory in TRAIN_DIRS)
+HELDOUT_INDEX, EXTRAPOLATION_INDEX = f"{HELDOUT}.json", f"{EXTRAPOLATION}.json"
 VOCAB = "data/vocab.json"
 TABLE = "results/tables/table1"
 RECONSTRUCTION = "results/interpret/head_reconstruction"
@@ -90,8 +101,7 @@ EXPERIMENT = Experiment(
     title="Schlag et al.: TP-Transformer vs Transformer on the Mathematics Dataset (Table 1, Fig. 2)",
     stages=(
         Stage("data", "generate (or import) one Mathematics Dataset module/split as shards",
-              options(split=Option("train-easy | train-medium | train-hard | interpolate | extrapolate"),
-                      module="a module name, e.g. arithmetic__add_or_sub", out="dataset directory to write",
+              options(split=SPLIT, module="a module name, e.g. arithmetic__add_or_sub", out="dataset directory to write",
                       processes=Option("shards generated in parallel (default 1)", type=int, default=1)),
               _data,
               code=(*COMMON, "experiments/mathematics/data_stage.py", "experiments/mathematics/generate.py",
@@ -105,13 +115,24 @@ EXPERIMENT = Experiment(
                             f"--out {EXTRAPOLATION}/${{item}} --processes 1",
                             name="data_extrapolate", foreach="${grid.extrapolation_modules}",
                             outs=(f"{EXTRAPOLATION}/${{item}}",)))),
+        Stage("split-index", "index one split's module datasets (rows, manifest SHA-256) for the stages reading it",
+              options(split=SPLIT, data=f"the directory holding the split directories ({DATA})",
+                      out="index file to write (JSON)"),
+              _split_index,
+              code=(*COMMON, "experiments/mathematics/data_stage.py", "experiments/mathematics/modules.py",
+                    "data/shards.py"),
+              params=("grid.modules", "grid.extrapolation_modules"),
+              dvc=(DvcStage(f"tprepro split-index --split ${{item.split}} --data {DATA} "
+                            f"--out {DATA}/${{item.split}}.json",
+                            matrix={"split": SPLITS}, deps=(f"{DATA}/${{item.split}}",),
+                            outs=(f"{DATA}/${{item.split}}.json",)),)),
         Stage("vocab", "build the character vocabulary from the training shards",
               options(train=SPLIT_DIRS, out="vocabulary file to write (JSON)"), _vocab,
               code=(*COMMON, "experiments/mathematics/stages.py", "experiments/mathematics/modules.py",
                     "data/shards.py", "data/vocab.py"),
               params=("vocab", "grid.modules"),
               dvc=(DvcStage(f"tprepro vocab --train {' '.join(TRAIN_DIRS)} --out {VOCAB}",
-                            deps=TRAIN_DIRS, outs=(VOCAB,)),)),
+                            deps=TRAIN_INDEXES, outs=(VOCAB,)),)),
         Stage("train", "train one model (resumes from its last checkpoint)",
               train_arguments("models:", "grid.seeds", train=SPLIT_DIRS, heldout=Option(
                   "interpolate split directory: a sample is scored at every checkpoint (learning curve)")),
@@ -121,7 +142,7 @@ EXPERIMENT = Experiment(
               dvc=(DvcStage("tprepro train --model ${item.model} --seed ${item.seed} "
                             f"--train {' '.join(TRAIN_DIRS)} --vocab {VOCAB} --out {MODEL} "
                             f"--checkpoints checkpoints/{RUN} --heldout {HELDOUT}",
-                            matrix=RUNS, deps=(VOCAB, *TRAIN_DIRS, HELDOUT),
+                            matrix=RUNS, deps=(VOCAB, *TRAIN_INDEXES, HELDOUT_INDEX),
                             outs=(f"{MODEL}/model.pt",), results=(f"{MODEL}/train_metrics.json",),
                             plots=(learning_curve(f"{MODEL}/learning_curve.csv"),)),)),
         Stage("evaluate", "per-module accuracy on interpolate, extrapolate and a train sample",
@@ -134,7 +155,7 @@ EXPERIMENT = Experiment(
               dvc=(DvcStage(f"tprepro evaluate --model-dir {MODEL} --interpolate {HELDOUT} --extrapolate "
                             f"{EXTRAPOLATION} --train {' '.join(TRAIN_DIRS)} --out results/eval/{RUN}.csv",
                             matrix=RUNS,
-                            deps=(*trained(MODEL), HELDOUT, EXTRAPOLATION, *TRAIN_DIRS),
+                            deps=(*trained(MODEL), HELDOUT_INDEX, EXTRAPOLATION_INDEX, *TRAIN_INDEXES),
                             plots=(accuracy_bars(f"results/eval/{RUN}.csv", per="module"),)),)),
         Stage("tables", "assemble Table 1, the per-module table and figure",
               table_arguments(**FIGURES), _tables,

@@ -1,4 +1,5 @@
-"""The `tprepro data` stage: produce one (split, module) dataset directory.
+"""The `tprepro data` stage: produce one (split, module) dataset directory; and `tprepro split-index`,
+which indexes a split's module directories.
 
 Generation needs mathematics_dataset with sympy 1.4, which cannot share an
 environment with torch; from any other interpreter the stage re-runs itself in
@@ -19,8 +20,10 @@ from pathlib import Path
 
 import tprepro
 from tprepro.children import die_with_parent
-from tprepro.experiments.mathematics.modules import TRAIN_SPLITS, validate_module
-from tprepro.params import validate_section
+from tprepro.data.shards import dataset_index
+from tprepro.experiments.mathematics.modules import TRAIN_SPLITS, split_modules, validate_module
+from tprepro.io import atomic_write_text
+from tprepro.params import load_params, validate_section
 from tprepro.errors import TpreproError
 
 GENERATE_PYTHON_ENV = "TPREPRO_GENERATE_PYTHON"
@@ -113,6 +116,15 @@ def _print_summary(split: str, module: str, out: Path, source: str, seconds: flo
 def run_data_stage(split: str, module: str, out: Path, data_cfg: dict, processes: int = 1) -> None:
     """Write the dataset directory `out` for (split, module) as `data_cfg` (params.yaml `data:`) says."""
     _run(split, module, Path(out), data_cfg, processes, allow_reexec=True)
+
+
+def split_index_stage(params_path: str, split: str, data_dir: Path, out: Path) -> None:
+    """Write `out`, the index of `data_dir/<split>`: each grid module's rows, shards and manifest
+    SHA-256. The stages reading the split take it as their input (one file, not one per module)."""
+    modules = split_modules(load_params(params_path, models=False)["grid"], split)
+    index = dataset_index({module: data_dir / split / module for module in modules})
+    atomic_write_text(out, json.dumps({"split": split, "modules": index}, indent=2) + "\n")
+    print(f"{split}: {len(index)} modules, {sum(m['rows'] for m in index.values())} problems -> {out}")
 
 
 def main(argv: list[str] | None = None) -> int:

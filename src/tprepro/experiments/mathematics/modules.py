@@ -6,6 +6,8 @@ generation environment checks the lists against the package's own.
 
 from __future__ import annotations
 
+from typing import Mapping
+
 from tprepro.errors import TpreproError, suggestion
 
 TRAIN_SPLITS = ("train-easy", "train-medium", "train-hard")
@@ -110,6 +112,12 @@ def modules_for(split: str) -> tuple[str, ...]:
     """The module names available in `split`."""
     _check_split(split)
     return EXTRAPOLATE_MODULES if split == EXTRAPOLATE else TRAIN_MODULES
+
+
+def split_modules(grid: Mapping, split: str) -> list[str]:
+    """The modules params `grid:` trains or tests on in `split`."""
+    _check_split(split)
+    return list(grid["extrapolation_modules"] if split == EXTRAPOLATE else grid["modules"])
 
 
 def difficulty_of(split: str) -> str:
