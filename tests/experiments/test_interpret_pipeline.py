@@ -96,8 +96,8 @@ def test_two_variable_aut_and_tp_n2f_through_the_cli(tmp_path):
     root = tmp_path
     params = micro_n2f(micro_two_variable(load_default_params()), ("algolisp",))
     params["two_variable"]["train"]["device"] = "cpu"
-    params["interpret"]["ponder"].update(n=40)
-    params["interpret"]["unbinding"].update(n=16)
+    params["two_variable"]["interpret"]["ponder"].update(n=40)
+    params["n2f"]["interpret"]["unbinding"].update(n=16)
     write_params(root / "params.yaml", params)
 
     tprepro(root, "two-variable-data", "--out", "data/two_variable", "--vocab", "data/two_variable/vocab.json")

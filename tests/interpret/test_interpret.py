@@ -240,8 +240,8 @@ def test_params_name_the_key_of_an_interpreted_module_outside_the_grid(tmp_path)
     with pytest.raises(TpreproError, match=r"params.yaml: interpret.module: 'arithmetic__mixed' is not in grid"):
         load_params(write_params(tmp_path / "params.yaml", params))
     params = load_default_params()
-    params["interpret"]["unbinding"]["model"] = "tp_n2f_big"
-    with pytest.raises(TpreproError, match=r"interpret.unbinding.model: 'tp_n2f_big' is not in n2f.models"):
+    params["n2f"]["interpret"]["unbinding"]["model"] = "tp_n2f_big"
+    with pytest.raises(TpreproError, match=r"n2f.interpret.unbinding.model: .tp_n2f_big. is not in n2f.models"):
         load_params(write_params(tmp_path / "params.yaml", params))
 
 

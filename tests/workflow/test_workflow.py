@@ -66,5 +66,5 @@ def test_a_rules_shell_command_is_its_stages_dvc_command_in_snakemake_terms():
         "--checkpoints n2f/checkpoints/{wildcards.task}/{wildcards.model}-s{wildcards.seed} > {log} 2>&1")
     # ${key} of a foreach stage: the wildcard the rule names; other references: their params value
     assert "--dataset {wildcards.dataset} " in stage_shell("summarization-data", params, key="dataset")
-    unbound = f"{params['interpret']['unbinding']['model']}-s{params['n2f']['seeds'][0]}"
+    unbound = f"{params['n2f']['interpret']['unbinding']['model']}-s{params['n2f']['seeds'][0]}"
     assert f"--model-dir n2f/models/{{wildcards.task}}/{unbound} " in stage_shell("interpret-n2f", params)

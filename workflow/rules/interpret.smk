@@ -1,10 +1,11 @@
 # The papers' interpretation sections (issue 12), after evaluation: attention maps, role clusters,
 # head reconstruction, role one-hotness (Mathematics Dataset runs); attention and ponder maps
-# (two-variable models); relation-unbinding clusters (TP-N2F). Settings: params.yaml `interpret:`.
+# (two-variable models); relation-unbinding clusters (TP-N2F). Settings: params.yaml `interpret:`
+# (shared, and Mathematics'), `two_variable.interpret` and `n2f.interpret`.
 # Each job runs the analyses its model's architecture has, into one directory under results/interpret/.
 INTERPRET = P["interpret"]
 INTERPRET_DIR = "results/interpret"
-UNBINDING_RUN = f"{INTERPRET['unbinding']['model']}-s{N2F['seeds'][0]}"  # the first seed's model
+UNBINDING_RUN = f"{N2F['interpret']['unbinding']['model']}-s{N2F['seeds'][0]}"  # the first seed's model
 
 
 rule interpret_mathematics:

@@ -65,7 +65,7 @@ CODEC = CodecKind("tprepro.experiments.n2f.tuple_vocab:TupleVocab",
 EACH_TASK = {"task": "${n2f.tasks}"}
 RUNS = {**EACH_TASK, "model": "${n2f.models}", "seed": "${n2f.seeds}"}
 RUN = "${item.model}-s${item.seed}"
-UNBOUND = "${interpret.unbinding.model}-s${n2f.seeds[0]}"  # the run whose unbinding interpret-n2f clusters
+UNBOUND = "${n2f.interpret.unbinding.model}-s${n2f.seeds[0]}"  # the run whose unbinding interpret-n2f clusters
 DATA = "data/n2f/${item.task}"
 MODELS = "n2f/models/${item.task}"
 EVALS = "n2f/eval/${item.task}"
@@ -118,7 +118,7 @@ EXPERIMENT = Experiment(
         Stage("interpret-n2f", "cluster the TP-N2F decoder's relation unbinding vectors",
               options("model_dir", "test", "out", task=TASK), _interpret,
               code=(*INTERPRETING, "experiments/n2f"),
-              params=("interpret.seed", "interpret.unbinding"),
+              params=("interpret.seed", "n2f.interpret.unbinding"),
               dvc=(DvcStage(f"tprepro interpret-n2f --task ${{item.task}} --model-dir {MODELS}/{UNBOUND} "
                             f"--test {DATA}/test --out results/interpret/n2f/${{item.task}}",
                             matrix=EACH_TASK,
@@ -129,5 +129,5 @@ EXPERIMENT = Experiment(
     codecs=(CODEC,),
     check=check_n2f,
     example_items={"item.task": "algolisp", "item.model": "tp_n2f", "item.seed": "1",
-                   "interpret.unbinding.model": "tp_n2f", "n2f.seeds[0]": "1"},
+                   "n2f.interpret.unbinding.model": "tp_n2f", "n2f.seeds[0]": "1"},
 )

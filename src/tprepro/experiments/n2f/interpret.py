@@ -19,13 +19,12 @@ def n2f_stage(params_path: str, task: str, model_dir: Path, test_dir: Path, out:
     from tprepro.interpret import unbinding_clusters as unbinding
 
     params = load_params(params_path)
-    settings = params["interpret"]
-    setting, seed = settings["unbinding"], settings["seed"]
+    setting, seed = params["n2f"]["interpret"]["unbinding"], params["interpret"]["seed"]
     if task not in params["n2f"]["tasks"]:
         raise TpreproError(f"{params_path}: n2f.tasks: {task!r} is not listed")
     model, vocab, summary = load_for_analysis(model_dir)
     if not unbinding.has_unbinding(model):
-        raise TpreproError(f"{params_path}: interpret.unbinding.model: {setting['model']!r} has no TP-N2F "
+        raise TpreproError(f"{params_path}: n2f.interpret.unbinding.model: {setting['model']!r} has no TP-N2F "
                            "decoder (no relation unbinding vectors): choose tp_n2f or lstm2tp")
     rows = pairs(sample_rows(open_dataset(test_dir), setting["n"], f"{seed}:unbinding"))
     names, means, counts = unbinding.relation_means(model, vocab, rows, params["n2f"]["evaluate"]["batch_size"])

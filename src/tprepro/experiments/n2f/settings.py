@@ -28,6 +28,6 @@ def check_n2f(params: dict, source: str) -> None:
             if needs[task] and not section[task]["data"][split]:
                 raise TpreproError(f"{source}: n2f.{task}.data.{split}: set the path of the {task} "
                                    f"{split} file (the task is listed in n2f.tasks)")
-    unbinding = params["interpret"]["unbinding"]["model"]
+    unbinding = section["interpret"]["unbinding"]["model"]
     if unbinding not in section["models"]:
-        raise TpreproError(f"{source}: interpret.unbinding.model: '{unbinding}' is not in n2f.models")
+        raise TpreproError(f"{source}: n2f.interpret.unbinding.model: '{unbinding}' is not in n2f.models")

@@ -98,7 +98,7 @@ EXPERIMENT = Experiment(
         Stage("interpret-two-variable", "attention maps (and ponder maps of an adaptive model) of one model",
               options("model_dir", "test", "out"), _interpret,
               code=(*INTERPRETING, "experiments/two_variable/data.py", "experiments/two_variable/interpret.py"),
-              params=("interpret.seed", "interpret.examples", "interpret.attention", "interpret.ponder"),
+              params=("interpret.seed", "interpret.examples", "interpret.attention", "two_variable.interpret.ponder"),
               dvc=(DvcStage(f"tprepro interpret-two-variable --model-dir {MODEL} --test {DATA}/test "
                             f"--out results/interpret/two_variable/{RUN}",
                             matrix=RUNS,
