@@ -3,6 +3,7 @@ and the CLI, `tprepro validate`, the generated dvc.yaml and Snakemake all pick i
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -111,3 +112,19 @@ def test_adding_it_touched_only_its_folder_the_rule_file_and_one_include(toy_pro
 
 def same_file(original, copy) -> bool:
     return original.is_file() and original.read_bytes() == copy.read_bytes()
+
+
+@pytest.mark.parametrize("table", ["results/tables/table1", "results/tables/table1.md", "results/tables/v1.2"])
+def test_a_table_stage_writes_three_formats_beside_the_path_its_table_option_names(table):
+    import argparse
+
+    from tprepro.experiments import table_arguments, table_outputs
+
+    parser = argparse.ArgumentParser()
+    table_arguments(curves="the figure")(parser)
+    args = parser.parse_args(["--models-dir", "m", "--eval-dir", "e", "--table", table, "--metrics", "x.json",
+                              "--curves", "c.png"])
+    stem = table.removesuffix(".md")
+    assert table_outputs(args, "curves") == {
+        "table_csv": Path(f"{stem}.csv"), "table_md": Path(f"{stem}.md"), "table_html": Path(f"{stem}.html"),
+        "metrics": Path("x.json"), "curves": Path("c.png")}

@@ -125,8 +125,7 @@ def test_damage_in_the_middle_of_the_store_is_reported_at_the_start(project, tmp
 def test_tables_with_the_server_down_write_the_tables_and_exit_0(project, tmp_path):
     copy = shutil.copytree(project / "run", tmp_path / "tables")
     result = tprepro("tables", "--params", project / "params.yaml", "--eval-dir", "eval", "--models-dir", "models",
-                     "--table-csv", "results/tables/table1.csv", "--table-md", "results/tables/table1.md",
-                     "--table-html", "results/tables/table1.html",
+                     "--table", "results/tables/table1",
                      "--modules-csv", "results/tables/mathematics_modules.csv",
                      "--figure", "results/figures/mathematics_modules.png",
                      "--curves", "results/figures/learning_curves.png",

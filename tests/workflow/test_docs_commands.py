@@ -32,7 +32,7 @@ SHELL_LANGUAGES = {"bash", "sh", "shell", "console"}
 FENCE = re.compile(r"^(\s*)```\s*([A-Za-z0-9_+-]*)\s*$")
 ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 # Options whose value is a file the command writes (so it need not exist beforehand).
-WRITES = {"--report", "--out", "-o", "--table-md", "--table-csv", "--table-html", "--metrics", "--csv", "--md",
+WRITES = {"--report", "--out", "-o", "--table", "--metrics", "--csv", "--md",
           "--figure", "--curves", "--modules-csv"}
 
 

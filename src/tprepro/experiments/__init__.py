@@ -191,9 +191,10 @@ def test_arguments(out: str, **own: str | Option) -> Callable[[argparse.Argument
 
 
 # The files every table stage writes: option (without --, dashes as underscores) -> help.
-TABLE_OUTPUTS = {"table_csv": "the table (CSV)", "table_md": "the table with its caption (markdown)",
-                 "table_html": "the same as an HTML page (the Snakemake report shows it)",
+TABLE_OUTPUTS = {"table": "the table's path without suffix: TABLE.csv, TABLE.md (with its caption) and TABLE.html "
+                          "(the page the Snakemake report shows)",
                  "metrics": "DVC metrics file (JSON, numbers only)"}
+TABLE_FORMATS = {"table_csv": ".csv", "table_md": ".md", "table_html": ".html"}  # the files --table names
 
 
 def table_arguments(models: bool = True, evals: str = "the evaluation CSVs",
@@ -204,10 +205,14 @@ def table_arguments(models: bool = True, evals: str = "the evaluation CSVs",
 
 
 def table_outputs(args: argparse.Namespace, *extra: str) -> dict[str, "Path"]:
-    """The output paths `table_arguments` took: {option: Path} for TABLE_OUTPUTS and `extra`."""
+    """The output paths `table_arguments` took: table_csv, table_md and table_html (from --table,
+    whose suffix, if it is one of theirs, is dropped), metrics, and `extra` ({option: Path})."""
     from pathlib import Path
 
-    return {name: Path(getattr(args, name)) for name in (*TABLE_OUTPUTS, *extra)}
+    table = Path(args.table)
+    stem = table.with_suffix("") if table.suffix in TABLE_FORMATS.values() else table
+    return {**{name: stem.with_name(stem.name + suffix) for name, suffix in TABLE_FORMATS.items()},
+            **{name: Path(getattr(args, name)) for name in ("metrics", *extra)}}
 
 
 def mlflow_experiment(params: dict, name: str):

@@ -162,7 +162,7 @@ EXPERIMENT = Experiment(
               code=(*PUBLISHING, "experiments/mathematics/stages.py", "experiments/mathematics/figures.py"),
               params=("report", "grid", "train.steps", "train.batch_size", "data.test_per_module"),
               dvc=(DvcStage("tprepro tables --eval-dir results/eval --models-dir models "
-                            f"--table-csv {TABLE}.csv --table-md {TABLE}.md --table-html {TABLE}.html "
+                            f"--table {TABLE} "
                             "--metrics results/metrics.json --modules-csv results/tables/mathematics_modules.csv "
                             "--figure results/figures/mathematics_modules.png "
                             "--curves results/figures/learning_curves.png",

@@ -110,7 +110,7 @@ EXPERIMENT = Experiment(
               table_arguments(task=TASK), _tables, code=(*PUBLISHING, "experiments/n2f"),
               params=("n2f.seeds", "n2f.train", "n2f.{task}.train", "train.steps", "train.batch_size", "n2f.models"),
               dvc=(DvcStage(f"tprepro n2f-tables --task ${{item.task}} --eval-dir {EVALS} --models-dir {MODELS} "
-                            f"--table-csv {TABLE}.csv --table-md {TABLE}.md --table-html {TABLE}.html "
+                            f"--table {TABLE} "
                             "--metrics results/${item.task}_metrics.json",
                             matrix=EACH_TASK, deps=(EVALS, MODELS, QUALITY),
                             results=(f"{TABLE}.csv", f"{TABLE}.md", f"{TABLE}.html"),

@@ -101,7 +101,7 @@ EXPERIMENT = Experiment(
               code=(*PUBLISHING, f"{S}/table.py", f"{S}/stages.py"),
               params=("summarization.models", "summarization.datasets", "summarization.report"),
               dvc=(DvcStage("tprepro summarization-tables --eval-dir summarization/eval "
-                            f"--table-csv {TABLE}.csv --table-md {TABLE}.md --table-html {TABLE}.html "
+                            f"--table {TABLE} "
                             "--metrics results/summarization_metrics.json",
                             deps=("summarization/eval",),
                             results=(f"{TABLE}.csv", f"{TABLE}.md", f"{TABLE}.html"),

@@ -88,7 +88,7 @@ EXPERIMENT = Experiment(
               params=("two_variable.models", "two_variable.seeds", "two_variable.train", "two_variable.data.size",
                       "train"),
               dvc=(DvcStage("tprepro two-variable-tables --eval-dir two_variable/eval --models-dir two_variable/models "
-                            f"--table-csv {TABLE}.csv --table-md {TABLE}.md --table-html {TABLE}.html "
+                            f"--table {TABLE} "
                             "--curves results/figures/two_variable_learning_curves.png "
                             "--metrics results/two_variable_metrics.json",
                             deps=("two_variable/eval", "two_variable/models"),
