@@ -101,7 +101,8 @@ EXPERIMENT = Experiment(
     title="Schlag et al.: TP-Transformer vs Transformer on the Mathematics Dataset (Table 1, Fig. 2)",
     stages=(
         Stage("data", "generate (or import) one Mathematics Dataset module/split as shards",
-              options(split=SPLIT, module="a module name, e.g. arithmetic__add_or_sub", out="dataset directory to write",
+              options(split=SPLIT, module="a module name, e.g. arithmetic__add_or_sub",
+                      out="dataset directory to write",
                       processes=Option("shards generated in parallel (default 1)", type=int, default=1)),
               _data,
               code=(*COMMON, "experiments/mathematics/data_stage.py", "experiments/mathematics/generate.py",

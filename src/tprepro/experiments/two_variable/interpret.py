@@ -35,7 +35,8 @@ def two_variable_stage(params_path: str, model_dir: Path, test_dir: Path, out: P
             symbols, updates = ponder.encoder_updates(model, vocab, pairs(examples))
             ponder.ponder_figure(symbols, updates, model.cfg.family.act_max_steps, tmp / "ponder_map.png",
                                  f"{name}: encoder updates per input position ({TINY_NOTE})")
-            rows = sample_rows(dataset, params["two_variable"]["interpret"]["ponder"]["n"], f"{seed}:ponder", ("question", "answer", "module"))
+            ponder_n = params["two_variable"]["interpret"]["ponder"]["n"]
+            rows = sample_rows(dataset, ponder_n, f"{seed}:ponder", ("question", "answer", "module"))
             _, all_updates = ponder.encoder_updates(model, vocab, pairs(rows))
             table = ponder.mean_by_type([r["module"] for r in rows], all_updates)
             write_table(table, tmp / "ponder_by_type.csv")
