@@ -1,21 +1,13 @@
 # Settings and paths shared by every rule.
 # `--config params=FILE` selects another params file; `--config 'train={steps: 10}'` (any section,
 # YAML) overrides those settings, validated like the file (tprepro.params.snakemake_params).
+from tprepro.experiments.mathematics.cli import DATA, TRAIN_INDEXES, VOCAB, split_index
 from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE, TRAIN_SPLITS, split_modules
 from tprepro.params import snakemake_params
 from tprepro.workflow import cluster_resources, code_digest, module_dirs, settings, stage_shell
 
 PARAMS_FILE, P = snakemake_params(config)  # stops here, naming the key, if the settings are invalid
 GRID = P["grid"]
-
-DATA = "data/mathematics"
-VOCAB = "data/vocab.json"
-
-
-def split_index(splits):
-    """The index file of a split (split-index), or of each of `splits`."""
-    return f"{DATA}/{splits}.json" if isinstance(splits, str) else [f"{DATA}/{split}.json" for split in splits]
-
 
 RUNS = [f"{model}-s{seed}" for model in GRID["models"] for seed in GRID["seeds"]]
 

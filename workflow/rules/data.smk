@@ -39,7 +39,7 @@ rule split_index:
 
 rule vocab:
     input:
-        split_index(TRAIN_SPLITS),
+        TRAIN_INDEXES,
         code=code_digest("vocab"),
     output:
         VOCAB,

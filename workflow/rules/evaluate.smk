@@ -7,7 +7,7 @@ rule evaluate:
         metrics="models/{model}-s{seed}/train_metrics.json",
         interpolate=split_index(INTERPOLATE),
         extrapolate=split_index(EXTRAPOLATE),
-        train=split_index(TRAIN_SPLITS),
+        train=TRAIN_INDEXES,
         code=code_digest("evaluate"),
     output:
         "results/eval/{model}-s{seed}.csv",

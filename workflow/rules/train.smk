@@ -8,7 +8,7 @@
 rule train:
     input:
         vocab=VOCAB,
-        train=split_index(TRAIN_SPLITS),
+        train=TRAIN_INDEXES,
         heldout=split_index(INTERPOLATE),  # the learning curve's sample
         code=code_digest("train"),
     output:

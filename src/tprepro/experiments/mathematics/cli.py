@@ -89,9 +89,15 @@ DATA = "data/mathematics"
 TRAIN_DIRS = tuple(f"{DATA}/{split}" for split in TRAIN_SPLITS)
 HELDOUT = f"{DATA}/{INTERPOLATE}"
 EXTRAPOLATION = f"{DATA}/{EXTRAPOLATE}"
-# A split's index (split-index): the one input standing for its module directories.
-TRAIN_INDEXES = tuple(f"{directory}.json" for directory in TRAIN_DIRS)
-HELDOUT_INDEX, EXTRAPOLATION_INDEX = f"{HELDOUT}.json", f"{EXTRAPOLATION}.json"
+
+
+def split_index(split: str) -> str:
+    """A split's index file (split-index): the one input standing for its module directories."""
+    return f"{DATA}/{split}.json"
+
+
+TRAIN_INDEXES = tuple(map(split_index, TRAIN_SPLITS))
+HELDOUT_INDEX, EXTRAPOLATION_INDEX = split_index(INTERPOLATE), split_index(EXTRAPOLATE)
 VOCAB = "data/vocab.json"
 TABLE = "results/tables/table1"
 RECONSTRUCTION = "results/interpret/head_reconstruction"
@@ -124,9 +130,9 @@ EXPERIMENT = Experiment(
                     "data/shards.py"),
               params=("grid.modules", "grid.extrapolation_modules"),
               dvc=(DvcStage(f"tprepro split-index --split ${{item.split}} --data {DATA} "
-                            f"--out {DATA}/${{item.split}}.json",
+                            f"--out {split_index('${item.split}')}",
                             matrix={"split": SPLITS}, deps=(f"{DATA}/${{item.split}}",),
-                            outs=(f"{DATA}/${{item.split}}.json",)),)),
+                            outs=(split_index("${item.split}"),)),)),
         Stage("vocab", "build the character vocabulary from the training shards",
               options(train=SPLIT_DIRS, out="vocabulary file to write (JSON)"), _vocab,
               code=(*COMMON, "experiments/mathematics/stages.py", "experiments/mathematics/modules.py",
