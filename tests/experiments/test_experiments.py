@@ -1,6 +1,7 @@
 """The experiment registry: a new experiment is one folder under experiments/ (plus one `.smk` include),
 and the CLI, `tprepro validate`, the generated dvc.yaml and Snakemake all pick it up."""
 
+import argparse
 import subprocess
 import sys
 from pathlib import Path
@@ -128,3 +129,27 @@ def test_a_table_stage_writes_three_formats_beside_the_path_its_table_option_nam
     assert table_outputs(args, "curves") == {
         "table_csv": Path(f"{stem}.csv"), "table_md": Path(f"{stem}.md"), "table_html": Path(f"{stem}.html"),
         "metrics": Path("x.json"), "curves": Path("c.png")}
+
+
+def test_every_input_a_command_reads_by_default_is_one_its_dvc_stage_tracks():
+    """Data options default to the pipeline's paths, so dvc.yaml's commands need not name them; DVC
+    must then track each such path: as a dep, under a dep, holding deps, or through its index file."""
+    from tprepro.experiments import experiments
+
+    untracked = []
+    for experiment in experiments().values():
+        for stage in experiment.stages:
+            parser = argparse.ArgumentParser()
+            stage.arguments(parser)
+            for action in parser._actions:
+                if not isinstance(action.default, (str, tuple)) or action.dest == "help":
+                    continue
+                for dvc in stage.dvc:
+                    if action.option_strings[0] in dvc.cmd:
+                        continue  # the command names it
+                    tracked = dvc.deps + dvc.outs  # the data stage's --out is its output
+                    for path in [action.default] if isinstance(action.default, str) else action.default:
+                        if not any(path == dep or path.startswith(f"{dep}/") or dep.startswith(f"{path}/")
+                                   or dep == f"{path}.json" for dep in tracked):
+                            untracked.append(f"{dvc.name or stage.name} {action.option_strings[0]} {path}")
+    assert not untracked

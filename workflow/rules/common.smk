@@ -10,6 +10,9 @@ PARAMS_FILE, P = snakemake_params(config)  # stops here, naming the key, if the 
 GRID = P["grid"]
 
 RUNS = [f"{model}-s{seed}" for model in GRID["models"] for seed in GRID["seeds"]]
+# A job's input names one file per upstream job, so its listing stays short: a run's model.pt stands
+# for all its train job writes (train_metrics.json, learning_curve.csv), an evaluation for its run.
+# dvc.yaml lists every file (DVC has no job listing to keep short).
 
 
 wildcard_constraints:

@@ -4,7 +4,6 @@
 rule evaluate:
     input:
         model="models/{model}-s{seed}/model.pt",
-        metrics="models/{model}-s{seed}/train_metrics.json",
         interpolate=split_index(INTERPOLATE),
         extrapolate=split_index(EXTRAPOLATE),
         train=TRAIN_INDEXES,

@@ -11,7 +11,6 @@ UNBINDING_RUN = f"{N2F['interpret']['unbinding']['model']}-s{N2F['seeds'][0]}"  
 rule interpret_mathematics:
     input:
         model="models/{model}-s{seed}/model.pt",
-        metrics="models/{model}-s{seed}/train_metrics.json",
         evaluation="results/eval/{model}-s{seed}.csv",
         data=f"{DATA}/{INTERPOLATE}/{INTERPRET['module']}",
         code=code_digest("interpret-mathematics"),
@@ -55,7 +54,6 @@ rule interpret_reconstruction:
 rule interpret_two_variable:
     input:
         model="two_variable/models/{model}-s{seed}/model.pt",
-        metrics="two_variable/models/{model}-s{seed}/train_metrics.json",
         evaluation="two_variable/eval/{model}-s{seed}.csv",
         test=rules.two_variable_data.output.test,
         code=code_digest("interpret-two-variable"),
@@ -77,7 +75,6 @@ rule interpret_two_variable:
 rule interpret_n2f:
     input:
         model=f"n2f/models/{{task}}/{UNBINDING_RUN}/model.pt",
-        metrics=f"n2f/models/{{task}}/{UNBINDING_RUN}/train_metrics.json",
         evaluation=f"n2f/eval/{{task}}/{UNBINDING_RUN}.csv",
         test="data/n2f/{task}/test",
         code=code_digest("interpret-n2f"),

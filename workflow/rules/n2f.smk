@@ -78,7 +78,6 @@ rule n2f_train:
 rule n2f_evaluate:
     input:
         model="n2f/models/{task}/{model}-s{seed}/model.pt",
-        metrics="n2f/models/{task}/{model}-s{seed}/train_metrics.json",
         test="data/n2f/{task}/test",
         code=code_digest("n2f-evaluate"),
     output:
@@ -98,7 +97,6 @@ rule n2f_evaluate:
 rule n2f_tables:
     input:
         evals=expand("n2f/eval/{{task}}/{run}.csv", run=N2F_RUNS),
-        metrics=expand("n2f/models/{{task}}/{run}/train_metrics.json", run=N2F_RUNS),
         quality="results/n2f/{task}_quality.json",
         code=code_digest("n2f-tables"),
     output:

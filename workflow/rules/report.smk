@@ -4,8 +4,6 @@
 rule tables:
     input:
         evals=expand("results/eval/{run}.csv", run=RUNS),
-        # A run's learning_curve.csv comes with its train_metrics.json: one train job writes both.
-        metrics=expand("models/{run}/train_metrics.json", run=RUNS),
         code=code_digest("tables"),
     output:
         modules=report("results/tables/mathematics_modules.csv", caption="../report/modules.rst",

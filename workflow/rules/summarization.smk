@@ -71,7 +71,6 @@ rule summarization_train:
 rule summarization_evaluate:
     input:
         model="summarization/models/{dataset}/{model}/model.pt",
-        metrics="summarization/models/{dataset}/{model}/train_metrics.json",
         data=f"{SUM_DATA}/{{dataset}}",
         code=code_digest("summarization-evaluate"),
     output:

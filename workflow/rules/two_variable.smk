@@ -56,7 +56,6 @@ rule two_variable_train:
 rule two_variable_evaluate:
     input:
         model="two_variable/models/{model}-s{seed}/model.pt",
-        metrics="two_variable/models/{model}-s{seed}/train_metrics.json",
         test=rules.two_variable_data.output.test,
         code=code_digest("two-variable-evaluate"),
     output:
@@ -76,7 +75,6 @@ rule two_variable_evaluate:
 rule two_variable_tables:
     input:
         evals=expand("two_variable/eval/{run}.csv", run=TV_RUNS),
-        metrics=expand("two_variable/models/{run}/train_metrics.json", run=TV_RUNS),  # and its learning_curve.csv
         code=code_digest("two-variable-tables"),
     output:
         csv=report("results/tables/two_variable_types.csv", caption="../report/two_variable.rst",

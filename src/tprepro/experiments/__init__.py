@@ -14,7 +14,7 @@ import importlib
 import importlib.resources
 import pkgutil
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from tprepro.data.codecs import CodecKind
@@ -146,8 +146,13 @@ class Option:
     help: str  # what --help says
     type: Callable[[str], Any] = str
     many: bool = False  # takes one or more values (a list)
-    default: Any = None  # None: the option is required
+    default: Any = None  # None: the option is required (an input's default is where the pipeline writes it)
     choices: tuple[str, ...] | None = None
+
+    def at(self, default: Any) -> "Option":
+        """This option with `default`: for an input, the pipeline's path of it, so the dvc.yaml
+        command (and a user's) need not name it."""
+        return replace(self, default=default)
 
 
 # Options several stages take, declared once: a stage's `options(...)` names the ones it takes.
@@ -171,10 +176,16 @@ def options(*shared: str, **own: str | Option) -> Callable[[argparse.ArgumentPar
 
     def add(parser: argparse.ArgumentParser) -> None:
         for name, option in declared.items():
+            described = option.help if option.default is None else f"{option.help} (default: {shown(option)})"
             parser.add_argument(f"--{name.replace('_', '-')}", type=option.type, nargs="+" if option.many else None,
                                 required=option.default is None, default=option.default, choices=option.choices,
-                                help=option.help)
+                                help=described)
     return add
+
+
+def shown(option: Option) -> str:
+    """An option's default as a command line writes it."""
+    return " ".join(map(str, option.default)) if option.many else str(option.default)
 
 
 def train_arguments(models: str, seeds: str, **own: str | Option) -> Callable[[argparse.ArgumentParser], None]:
@@ -197,11 +208,15 @@ TABLE_OUTPUTS = {"table": "the table's path without suffix: TABLE.csv, TABLE.md 
 TABLE_FORMATS = {"table_csv": ".csv", "table_md": ".md", "table_html": ".html"}  # the files --table names
 
 
-def table_arguments(models: bool = True, evals: str = "the evaluation CSVs",
+def table_arguments(models: bool = True, evals: str = "the evaluation CSVs", located: dict[str, str] | None = None,
                     **outputs: str) -> Callable[[argparse.ArgumentParser], None]:
     """A table stage's inputs (evaluations, and the trained models unless `models` is False) and its
-    output files, each named by the caller: TABLE_OUTPUTS plus `outputs` ({option: help})."""
-    return options(*(["models_dir"] if models else []), eval_dir=f"directory of {evals}", **TABLE_OUTPUTS, **outputs)
+    output files, each named by the caller: TABLE_OUTPUTS plus `outputs` ({option: help}).
+    `located`: the pipeline's paths of the inputs ({"eval_dir": ..., "models_dir": ...}), their defaults."""
+    inputs = {**({"models_dir": SHARED_OPTIONS["models_dir"]} if models else {}),
+              "eval_dir": Option(f"directory of {evals}")}
+    inputs = {name: option.at((located or {}).get(name)) for name, option in inputs.items()}
+    return options(**inputs, **TABLE_OUTPUTS, **outputs)
 
 
 def table_outputs(args: argparse.Namespace, *extra: str) -> dict[str, "Path"]:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE, SPLITS, TRAIN_SPLITS
 from tprepro.experiments.mathematics.settings import check_mathematics
-from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, PUBLISHING, TRAINING, DvcStage, Experiment, Option,
-                                 Stage, accuracy_bars, learning_curve, options, table_arguments, table_outputs,
-                                 train_arguments, trained)
+from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, PUBLISHING, SHARED_OPTIONS, TRAINING, DvcStage,
+                                 Experiment, Option, Stage, accuracy_bars, learning_curve, options, table_arguments,
+                                 table_outputs, train_arguments, trained)
 
 
 def _dirs(paths: list[str]) -> list[Path]:
@@ -78,9 +78,6 @@ def _reconstruction(args) -> None:
                          {"csv": Path(args.csv), "md": Path(args.md), "png": Path(args.figure)})
 
 
-SPLIT = Option("train-easy | train-medium | train-hard | interpolate | extrapolate")
-SPLIT_DIRS = Option("train split directories", many=True)
-
 # dvc.yaml's paths: a run's model and seed range over RUNS.
 RUNS = {"model": "${grid.models}", "seed": "${grid.seeds}"}
 RUN = "${item.model}-s${item.seed}"
@@ -101,6 +98,11 @@ HELDOUT_INDEX, EXTRAPOLATION_INDEX = split_index(INTERPOLATE), split_index(EXTRA
 VOCAB = "data/vocab.json"
 TABLE = "results/tables/table1"
 RECONSTRUCTION = "results/interpret/head_reconstruction"
+INTERPRETED = "results/interpret/mathematics"
+
+SPLIT = Option("train-easy | train-medium | train-hard | interpolate | extrapolate")
+# The data options default to the pipeline's folders, so its commands name only what varies by job.
+TRAIN_DATA = Option("train split directories", many=True).at(TRAIN_DIRS)
 
 EXPERIMENT = Experiment(
     name="mathematics",
@@ -109,7 +111,7 @@ EXPERIMENT = Experiment(
         Stage("data", "generate (or import) one Mathematics Dataset module/split as shards",
               options(split=SPLIT, module="a module name, e.g. arithmetic__add_or_sub",
                       out="dataset directory to write",
-                      processes=Option("shards generated in parallel (default 1)", type=int, default=1)),
+                      processes=Option("shards generated in parallel", type=int, default=1)),
               _data,
               code=(*COMMON, "experiments/mathematics/data_stage.py", "experiments/mathematics/generate.py",
                     "experiments/mathematics/release.py", "experiments/mathematics/modules.py", "data/shards.py"),
@@ -123,53 +125,50 @@ EXPERIMENT = Experiment(
                             name="data_extrapolate", foreach="${grid.extrapolation_modules}",
                             outs=(f"{EXTRAPOLATION}/${{item}}",)))),
         Stage("split-index", "index one split's module datasets (rows, manifest SHA-256) for the stages reading it",
-              options(split=SPLIT, data=f"the directory holding the split directories ({DATA})",
+              options(split=SPLIT, data=Option("the directory holding the split directories").at(DATA),
                       out="index file to write (JSON)"),
               _split_index,
               code=(*COMMON, "experiments/mathematics/data_stage.py", "experiments/mathematics/modules.py",
                     "data/shards.py"),
               params=("grid.modules", "grid.extrapolation_modules"),
-              dvc=(DvcStage(f"tprepro split-index --split ${{item.split}} --data {DATA} "
-                            f"--out {split_index('${item.split}')}",
+              dvc=(DvcStage(f"tprepro split-index --split ${{item.split}} --out {split_index('${item.split}')}",
                             matrix={"split": SPLITS}, deps=(f"{DATA}/${{item.split}}",),
                             outs=(split_index("${item.split}"),)),)),
         Stage("vocab", "build the character vocabulary from the training shards",
-              options(train=SPLIT_DIRS, out="vocabulary file to write (JSON)"), _vocab,
+              options(train=TRAIN_DATA, out="vocabulary file to write (JSON)"), _vocab,
               code=(*COMMON, "experiments/mathematics/stages.py", "experiments/mathematics/modules.py",
                     "data/shards.py", "data/vocab.py"),
               params=("vocab", "grid.modules"),
-              dvc=(DvcStage(f"tprepro vocab --train {' '.join(TRAIN_DIRS)} --out {VOCAB}",
+              dvc=(DvcStage(f"tprepro vocab --out {VOCAB}",
                             deps=TRAIN_INDEXES, outs=(VOCAB,)),)),
         Stage("train", "train one model (resumes from its last checkpoint)",
-              train_arguments("models:", "grid.seeds", train=SPLIT_DIRS, heldout=Option(
-                  "interpolate split directory: a sample is scored at every checkpoint (learning curve)")),
+              train_arguments("models:", "grid.seeds", train=TRAIN_DATA, vocab=SHARED_OPTIONS["vocab"].at(VOCAB),
+                              heldout=SHARED_OPTIONS["heldout"].at(HELDOUT)),
               _train, processes=_train_processes,
               code=(*TRAINING, "experiments/mathematics/stages.py", "experiments/mathematics/modules.py"),
               params=("models.{model}", "train", "evaluate", "grid.modules"),
               dvc=(DvcStage("tprepro train --model ${item.model} --seed ${item.seed} "
-                            f"--train {' '.join(TRAIN_DIRS)} --vocab {VOCAB} --out {MODEL} "
-                            f"--checkpoints checkpoints/{RUN} --heldout {HELDOUT}",
+                            f"--out {MODEL} --checkpoints checkpoints/{RUN}",
                             matrix=RUNS, deps=(VOCAB, *TRAIN_INDEXES, HELDOUT_INDEX),
                             outs=(f"{MODEL}/model.pt",), results=(f"{MODEL}/train_metrics.json",),
                             plots=(learning_curve(f"{MODEL}/learning_curve.csv"),)),)),
         Stage("evaluate", "per-module accuracy on interpolate, extrapolate and a train sample",
-              options("model_dir", interpolate="interpolate split directory",
-                      extrapolate="extrapolate split directory",
-                      train=Option("train split directories (for the train sample)", many=True), out="per-module CSV"),
+              options("model_dir", interpolate=Option("interpolate split directory").at(HELDOUT),
+                      extrapolate=Option("extrapolate split directory").at(EXTRAPOLATION),
+                      train=Option("train split directories (for the train sample)", many=True).at(TRAIN_DIRS),
+                      out="per-module CSV"),
               _evaluate,
               code=(*EVALUATION, "experiments/mathematics/stages.py", "experiments/mathematics/modules.py"),
               params=("evaluate", "grid.modules", "grid.extrapolation_modules"),
-              dvc=(DvcStage(f"tprepro evaluate --model-dir {MODEL} --interpolate {HELDOUT} --extrapolate "
-                            f"{EXTRAPOLATION} --train {' '.join(TRAIN_DIRS)} --out results/eval/{RUN}.csv",
+              dvc=(DvcStage(f"tprepro evaluate --model-dir {MODEL} --out results/eval/{RUN}.csv",
                             matrix=RUNS,
                             deps=(*trained(MODEL), HELDOUT_INDEX, EXTRAPOLATION_INDEX, *TRAIN_INDEXES),
                             plots=(accuracy_bars(f"results/eval/{RUN}.csv", per="module"),)),)),
         Stage("tables", "assemble Table 1, the per-module table and figure",
-              table_arguments(**FIGURES), _tables,
+              table_arguments(located={"models_dir": "models", "eval_dir": "results/eval"}, **FIGURES), _tables,
               code=(*PUBLISHING, "experiments/mathematics/stages.py", "experiments/mathematics/figures.py"),
               params=("report", "grid", "train.steps", "train.batch_size", "data.test_per_module"),
-              dvc=(DvcStage("tprepro tables --eval-dir results/eval --models-dir models "
-                            f"--table {TABLE} "
+              dvc=(DvcStage(f"tprepro tables --table {TABLE} "
                             "--metrics results/metrics.json --modules-csv results/tables/mathematics_modules.csv "
                             "--figure results/figures/mathematics_modules.png "
                             "--curves results/figures/learning_curves.png",
@@ -180,27 +179,27 @@ EXPERIMENT = Experiment(
                             metrics=("results/metrics.json",)),)),
         Stage("interpret-mathematics", "attention maps, role clusters, head reconstruction and role one-hotness "
               "of one trained model (those its architecture has)",
-              options("model_dir", "out", interpolate="interpolate split directory (interpret.module is sampled)"),
+              options("model_dir", "out",
+                      interpolate=Option("interpolate split directory (interpret.module is sampled)").at(HELDOUT)),
               _interpret,
               code=(*INTERPRETING, "experiments/mathematics/modules.py", "experiments/mathematics/interpret.py"),
               params=("interpret.seed", "interpret.module", "interpret.examples", "interpret.attention",
                       "interpret.role_clusters", "interpret.head_reconstruction", "interpret.one_hotness"),
-              dvc=(DvcStage(f"tprepro interpret-mathematics --model-dir {MODEL} --interpolate {HELDOUT} "
-                            f"--out results/interpret/mathematics/{RUN}",
+              dvc=(DvcStage(f"tprepro interpret-mathematics --model-dir {MODEL} --out {INTERPRETED}/{RUN}",
                             matrix=RUNS,
                             deps=(*trained(MODEL), f"results/eval/{RUN}.csv", f"{HELDOUT}/${{interpret.module}}"),
-                            results=(f"results/interpret/mathematics/{RUN}",)),)),
+                            results=(f"{INTERPRETED}/{RUN}",)),)),
         Stage("interpret-reconstruction", "the head-reconstruction MSE table and bar chart over the grid's runs",
-              options("models_dir", interpret_dir="directory of the runs' interpret-mathematics outputs",
+              options(models_dir=SHARED_OPTIONS["models_dir"].at("models"),
+                      interpret_dir=Option("directory of the runs' interpret-mathematics outputs").at(INTERPRETED),
                       csv="the MSE table (CSV)",
                       md="the MSE table (markdown)", figure="the MSE bar chart (PNG)"),
               _reconstruction,
               code=(*PUBLISHING, "interpret", "experiments/mathematics/interpret.py"),
               params=("grid",),
-              dvc=(DvcStage("tprepro interpret-reconstruction --interpret-dir results/interpret/mathematics "
-                            f"--models-dir models --csv {RECONSTRUCTION}.csv --md {RECONSTRUCTION}.md "
+              dvc=(DvcStage(f"tprepro interpret-reconstruction --csv {RECONSTRUCTION}.csv --md {RECONSTRUCTION}.md "
                             f"--figure {RECONSTRUCTION}.png",
-                            deps=("results/interpret/mathematics",),
+                            deps=(INTERPRETED, "models"),
                             results=(f"{RECONSTRUCTION}.csv", f"{RECONSTRUCTION}.md", f"{RECONSTRUCTION}.png")),)),
     ),
     models=lambda params: {"models": list(params["grid"]["models"])},

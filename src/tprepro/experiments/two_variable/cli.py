@@ -46,6 +46,9 @@ RUNS = {"model": "${two_variable.models}", "seed": "${two_variable.seeds}"}
 RUN = "${item.model}-s${item.seed}"
 MODEL = f"two_variable/models/{RUN}"
 DATA = "data/two_variable"
+# The data stage writes these; the commands read them by default, so they name only what varies by job.
+TRAIN, TEST, VOCAB = f"{DATA}/train", f"{DATA}/test", f"{DATA}/vocab.json"
+EVALS = "two_variable/eval"
 TABLE = "results/tables/two_variable_types"
 
 EXPERIMENT = Experiment(
@@ -57,52 +60,51 @@ EXPERIMENT = Experiment(
               code=(*COMMON, "experiments/two_variable/data.py", "experiments/two_variable/stages.py",
                     "data/shards.py", "data/vocab.py"),
               params=("two_variable.data", "vocab"),
-              dvc=(DvcStage(f"tprepro two-variable-data --out {DATA} --vocab {DATA}/vocab.json",
-                            outs=(f"{DATA}/train", f"{DATA}/test", f"{DATA}/vocab.json")),)),
+              dvc=(DvcStage(f"tprepro two-variable-data --out {DATA} --vocab {VOCAB}",
+                            outs=(TRAIN, TEST, VOCAB)),)),
         Stage("two-variable-train", "train one model of the two-variable experiment",
-              train_arguments("two_variable.models", "two_variable.seeds", heldout=SHARED_OPTIONS["heldout"]),
+              train_arguments("two_variable.models", "two_variable.seeds", train=SHARED_OPTIONS["train"].at(TRAIN),
+                              vocab=SHARED_OPTIONS["vocab"].at(VOCAB), heldout=SHARED_OPTIONS["heldout"].at(TEST)),
               _train,
               code=(*TRAINING, "experiments/two_variable/stages.py"),
               params=("two_variable.models.{model}", "two_variable.train", "train", "evaluate"),
               dvc=(DvcStage("tprepro two-variable-train --model ${item.model} --seed ${item.seed} "
-                            f"--train {DATA}/train --vocab {DATA}/vocab.json --out {MODEL} "
-                            f"--checkpoints two_variable/checkpoints/{RUN} --heldout {DATA}/test",
+                            f"--out {MODEL} --checkpoints two_variable/checkpoints/{RUN}",
                             matrix=RUNS,
-                            deps=(f"{DATA}/train", f"{DATA}/vocab.json", f"{DATA}/test"),
+                            deps=(TRAIN, VOCAB, TEST),
                             outs=(f"{MODEL}/model.pt",),
                             results=(f"{MODEL}/train_metrics.json",),
                             plots=(learning_curve(f"{MODEL}/learning_curve.csv"),)),)),
         Stage("two-variable-evaluate", "test accuracy per expression type",
-              test_arguments("per-type CSV"), _evaluate,
+              test_arguments("per-type CSV", test=SHARED_OPTIONS["test"].at(TEST)), _evaluate,
               code=(*EVALUATION, "experiments/two_variable/stages.py", "experiments/two_variable/data.py"),
               params=("evaluate",),
-              dvc=(DvcStage(f"tprepro two-variable-evaluate --model-dir {MODEL} --test {DATA}/test "
-                            f"--out two_variable/eval/{RUN}.csv",
+              dvc=(DvcStage(f"tprepro two-variable-evaluate --model-dir {MODEL} --out {EVALS}/{RUN}.csv",
                             matrix=RUNS,
-                            deps=(*trained(MODEL), f"{DATA}/test"),
-                            plots=(accuracy_bars(f"two_variable/eval/{RUN}.csv", per="expression type"),)),)),
+                            deps=(*trained(MODEL), TEST),
+                            plots=(accuracy_bars(f"{EVALS}/{RUN}.csv", per="expression type"),)),)),
         Stage("two-variable-tables", "the per-type table (Wangperawong, Table 3)",
-              table_arguments(curves="the learning-curve figure (PNG)"), _tables,
+              table_arguments(located={"models_dir": "two_variable/models", "eval_dir": EVALS},
+                              curves="the learning-curve figure (PNG)"), _tables,
               code=(*PUBLISHING, "experiments/two_variable/stages.py", "experiments/two_variable/table.py",
                     "experiments/two_variable/data.py"),
               params=("two_variable.models", "two_variable.seeds", "two_variable.train", "two_variable.data.size",
                       "train"),
-              dvc=(DvcStage("tprepro two-variable-tables --eval-dir two_variable/eval --models-dir two_variable/models "
-                            f"--table {TABLE} "
+              dvc=(DvcStage(f"tprepro two-variable-tables --table {TABLE} "
                             "--curves results/figures/two_variable_learning_curves.png "
                             "--metrics results/two_variable_metrics.json",
-                            deps=("two_variable/eval", "two_variable/models"),
+                            deps=(EVALS, "two_variable/models"),
                             results=(f"{TABLE}.csv", f"{TABLE}.md", f"{TABLE}.html",
                                      "results/figures/two_variable_learning_curves.png"),
                             metrics=("results/two_variable_metrics.json",)),)),
         Stage("interpret-two-variable", "attention maps (and ponder maps of an adaptive model) of one model",
-              options("model_dir", "test", "out"), _interpret,
+              options("model_dir", "out", test=SHARED_OPTIONS["test"].at(TEST)), _interpret,
               code=(*INTERPRETING, "experiments/two_variable/data.py", "experiments/two_variable/interpret.py"),
               params=("interpret.seed", "interpret.examples", "interpret.attention", "two_variable.interpret.ponder"),
-              dvc=(DvcStage(f"tprepro interpret-two-variable --model-dir {MODEL} --test {DATA}/test "
+              dvc=(DvcStage(f"tprepro interpret-two-variable --model-dir {MODEL} "
                             f"--out results/interpret/two_variable/{RUN}",
                             matrix=RUNS,
-                            deps=(*trained(MODEL), f"two_variable/eval/{RUN}.csv", f"{DATA}/test"),
+                            deps=(*trained(MODEL), f"{EVALS}/{RUN}.csv", TEST),
                             results=(f"results/interpret/two_variable/{RUN}",)),)),
     ),
     models=lambda params: {"two_variable.models": list(params["two_variable"]["models"])},
