@@ -110,7 +110,7 @@ bench: install
 
 ## clean: remove everything `make run` made (data, models, results, MLflow store, DVC and Snakemake state); the venvs stay
 clean:
-	rm -rf data models checkpoints logs two_variable n2f summarization \
-	       results/eval results/tables results/figures results/interpret results/n2f \
+	rm -rf data mathematics logs two_variable n2f summarization \
+	       results/tables results/figures results/interpret results/n2f \
 	       results/metrics.json results/*_metrics.json results/report.html \
 	       mlflow.db mlflow.db.lock mlartifacts mlruns .snakemake dvc.lock .dvc/tmp .dvc/cache .dvc/offline_plots.html

@@ -116,9 +116,9 @@ def write_params(path: Path, params: dict) -> Path:
 
 
 # Generated top-level folders and files, and caches anywhere: what a copy of the project leaves out.
-_GENERATED_TOP = {".git", ".venv", ".venv-gen", "data", "models", "checkpoints", "logs", ".snakemake", "mlartifacts",
+_GENERATED_TOP = {".git", ".venv", ".venv-gen", "data", "mathematics", "logs", ".snakemake", "mlartifacts",
                   "two_variable", "n2f", "benchmarks"}
-_GENERATED_RESULTS = {"eval", "tables", "figures", "n2f", "interpret", "summarization", "benchmarks", "screenshots"}
+_GENERATED_RESULTS = {"tables", "figures", "n2f", "interpret", "summarization", "benchmarks", "screenshots"}
 _CACHES = shutil.ignore_patterns("mlflow.db*", "__pycache__", "*.egg-info", ".pytest_cache")
 
 

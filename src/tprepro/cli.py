@@ -98,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("predict", help="answer questions with a trained model",
                        description="Answer questions with a trained model (one per argument, or per line of --file).",
-                       epilog="examples:\n  tprepro predict --model-dir models/transformer-s1 'What is 2 + 3?'\n"
+                       epilog="examples:\n  tprepro predict --model-dir mathematics/models/transformer-s1 'What is 2 + 3?'\n"
                               "  tprepro predict --model-dir n2f/models/algolisp/tp_n2f-s1 --json --file -  # a problem per line of stdin",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("question", nargs="*", help="questions (default: one per line of --file)")

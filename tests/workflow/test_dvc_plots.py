@@ -22,10 +22,10 @@ def plots_project(tmp_path):
                                                                              "comparison__pair"],
                                "split": ["interpolate", "interpolate", "train"], "n": 10, "correct": [5, 9, 8],
                                "accuracy": [0.5, 0.9, 0.8]})
-    for path in ("results/eval/transformer-s1.csv", "results/tables/mathematics_modules.csv"):
+    for path in ("mathematics/eval/transformer-s1.csv", "results/tables/mathematics_modules.csv"):
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         evaluation.to_csv(root / path, index=False)
-    curve = root / "models/transformer-s1/learning_curve.csv"
+    curve = root / "mathematics/models/transformer-s1/learning_curve.csv"
     curve.parent.mkdir(parents=True)
     pd.DataFrame({"step": [500, 1000, 1500], "heldout_loss": [2.0, 1.5, 1.2], "heldout_exact_match": [0.1, 0.3, 0.5],
                   "n": 64}).to_csv(curve, index=False)
@@ -43,7 +43,7 @@ def test_dvc_plots_have_data_on_the_right_axes(tmp_path):
         content = entry["content"]
         return json.loads(content) if isinstance(content, str) else content
 
-    for path in ("results/eval/transformer-s1.csv", "results/tables/mathematics_modules.csv"):
+    for path in ("mathematics/eval/transformer-s1.csv", "results/tables/mathematics_modules.csv"):
         bars = spec(path)
         encoding = bars["encoding"]
         x, y = encoding["x"], encoding["y"]
@@ -51,9 +51,9 @@ def test_dvc_plots_have_data_on_the_right_axes(tmp_path):
         assert x["scale"]["domain"] == [0, 1], path  # 100% at most: no stacked bars
         assert encoding["row"]["field"] == "split" and encoding["yOffset"]["field"] == "series", path
         assert [float(row["accuracy"]) for row in bars["data"]["values"]] == [0.5, 0.9, 0.8], path
-    assert spec("results/eval/transformer-s1.csv")["title"]["text"].startswith("transformer seed 1,")
+    assert spec("mathematics/eval/transformer-s1.csv")["title"]["text"].startswith("transformer seed 1,")
     assert "pooled over seeds" in spec("results/tables/mathematics_modules.csv")["title"]["text"]
-    lines = spec("models/transformer-s1/learning_curve.csv")
+    lines = spec("mathematics/models/transformer-s1/learning_curve.csv")
     assert lines["title"]["text"].startswith("transformer seed 1,")
     assert (lines["encoding"]["x"]["field"], lines["encoding"]["y"]["field"]) == ("step", "heldout_exact_match")
     assert lines["encoding"]["y"]["scale"]["domain"] == [0, 1]  # a curve at 0.14 keeps its ticks

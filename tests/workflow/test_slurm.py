@@ -142,7 +142,7 @@ def test_slurm_results_equal_local_results(runs):
     check_results(cluster, params)
     for path in RESULTS:
         assert (cluster / path).read_bytes() == (local / path).read_bytes(), path
-    outputs = {f"{m}-s{s}": (f"results/eval/{m}-s{s}.csv", f"models/{m}-s{s}/model.pt")
+    outputs = {f"{m}-s{s}": (f"mathematics/eval/{m}-s{s}.csv", f"mathematics/models/{m}-s{s}/model.pt")
                for m in params["grid"]["models"] for s in params["grid"]["seeds"]}
     outputs.update({f"algolisp/{m}": (f"n2f/eval/algolisp/{m}-s1.csv", f"n2f/models/algolisp/{m}-s1/model.pt")
                     for m in params["n2f"]["models"]})

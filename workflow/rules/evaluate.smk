@@ -3,13 +3,13 @@
 
 rule evaluate:
     input:
-        model="models/{model}-s{seed}/model.pt",
+        model=f"{MODELS}/{{model}}-s{{seed}}/model.pt",
         interpolate=split_index(INTERPOLATE),
         extrapolate=split_index(EXTRAPOLATE),
         train=TRAIN_INDEXES,
         code=code_digest("evaluate"),
     output:
-        "results/eval/{model}-s{seed}.csv",
+        f"{EVALS}/{{model}}-s{{seed}}.csv",
     params:
         **settings("evaluate", P),
     log:

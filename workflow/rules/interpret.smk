@@ -10,8 +10,8 @@ UNBINDING_RUN = f"{N2F['interpret']['unbinding']['model']}-s{N2F['seeds'][0]}"  
 
 rule interpret_mathematics:
     input:
-        model="models/{model}-s{seed}/model.pt",
-        evaluation="results/eval/{model}-s{seed}.csv",
+        model=f"{MODELS}/{{model}}-s{{seed}}/model.pt",
+        evaluation=f"{EVALS}/{{model}}-s{{seed}}.csv",
         data=f"{DATA}/{INTERPOLATE}/{INTERPRET['module']}",
         code=code_digest("interpret-mathematics"),
     output:

@@ -3,7 +3,7 @@
 
 rule tables:
     input:
-        evals=expand("results/eval/{run}.csv", run=RUNS),
+        evals=expand(f"{EVALS}/{{run}}.csv", run=RUNS),
         code=code_digest("tables"),
     output:
         modules=report("results/tables/mathematics_modules.csv", caption="../report/modules.rst",

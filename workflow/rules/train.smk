@@ -1,4 +1,4 @@
-# One training job per (model, seed); it resumes from checkpoints/<run>/ if interrupted.
+# One training job per (model, seed); it resumes from mathematics/checkpoints/<run>/ if interrupted.
 # A preempted job (SIGTERM / SLURM's USR1 warning) checkpoints and exits with
 # status 75 (tprepro.train.preemption.REQUEUE_EXIT); `retries:` re-runs it. Any other
 # failure is not retried: later attempts of the invocation exit at once with the
@@ -12,9 +12,9 @@ rule train:
         heldout=split_index(INTERPOLATE),  # the learning curve's sample
         code=code_digest("train"),
     output:
-        model="models/{model}-s{seed}/model.pt",
-        metrics="models/{model}-s{seed}/train_metrics.json",
-        curve="models/{model}-s{seed}/learning_curve.csv",
+        model=f"{MODELS}/{{model}}-s{{seed}}/model.pt",
+        metrics=f"{MODELS}/{{model}}-s{{seed}}/train_metrics.json",
+        curve=f"{MODELS}/{{model}}-s{{seed}}/learning_curve.csv",
     params:
         **settings("train", P),  # models.{model}: editing another model reruns not this one
     log:

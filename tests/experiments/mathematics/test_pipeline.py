@@ -59,7 +59,7 @@ def _check_mlflow(root, params) -> None:
     assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
     assert experiment.artifact_location == f"mlartifacts/{experiment.experiment_id}"
     run_dir = root / "mlartifacts" / experiment.experiment_id / train_run.info.run_id / "artifacts"
-    model_dir = root / "models/tp_transformer-s1"
+    model_dir = root / "mathematics/models/tp_transformer-s1"
     (logged,) = [m for m in client.search_logged_models([experiment.experiment_id])
                  if m.source_run_id == train_run.info.run_id]  # under Logged models (evaluate/pyfunc.py)
     assert (logged.name, logged.model_type) == ("model", "pyfunc")
@@ -114,7 +114,7 @@ def test_snakemake_pipeline_end_to_end(project, generate_python):
     # `make run`'s last step records the run for DVC without rewriting any output: afterwards both
     # tools call everything up to date and every output keeps its bytes and mtime (issue 23).
     run(["git", "init", "-q"], root, generate_python)
-    made = {path: (path.stat().st_mtime_ns, path.read_bytes()) for folder in ("models", "results", "data")
+    made = {path: (path.stat().st_mtime_ns, path.read_bytes()) for folder in ("mathematics", "results", "data")
             for path in sorted((root / folder).rglob("*")) if path.is_file()}
     run(["make", "--no-print-directory", "dvc-commit", f"BIN={Path(sys.executable).parent}"], root, generate_python)
     assert {path: (path.stat().st_mtime_ns, path.read_bytes()) for path in made} == made
@@ -138,10 +138,10 @@ def test_snakemake_pipeline_end_to_end(project, generate_python):
 
     # A finished run whose model folder is lost (Snakemake removes a failed job's outputs): the rerun
     # finds the finished checkpoint, trains nothing and re-creates every declared output (issue 25).
-    folder = root / "models/transformer-s1"
+    folder = root / "mathematics/models/transformer-s1"
     curve = (folder / "learning_curve.csv").read_bytes()
     shutil.rmtree(folder)
-    out = snakemake(root, generate_python, "models/transformer-s1/learning_curve.csv")
+    out = snakemake(root, generate_python, "mathematics/models/transformer-s1/learning_curve.csv")
     assert "1 of 1 steps (100%) done" in out
     assert "nothing to train" in (root / "logs/train/transformer-s1.log").read_text()
     assert (folder / "learning_curve.csv").read_bytes() == curve

@@ -41,16 +41,16 @@ def test_every_variant_through_snakemake(tmp_path, generate_python):
 
     modules = pd.read_csv(root / "results/tables/mathematics_modules.csv")
     assert set(modules["model"]) == set(VARIANTS)
-    evaluation = pd.read_csv(root / "results/eval/aut-s1.csv")
+    evaluation = pd.read_csv(root / "mathematics/eval/aut-s1.csv")
     assert list(evaluation.columns) == ["model", "seed", "module", "split", "n", "correct", "accuracy"]
     table1 = pd.read_csv(root / "results/tables/table1.csv")
     assert set(table1["model"]) == set(VARIANTS)
     parameters = dict(zip(table1["model"], table1["parameters"]))
     assert parameters["ut"] < parameters["transformer"] < parameters["full_tensor"]  # shared vs wider W^(o)
 
-    roles = sorted(p.name for p in (root / "results/eval").glob("*.roles.json"))
+    roles = sorted(p.name for p in (root / "mathematics/eval").glob("*.roles.json"))
     assert roles == ["tpt_d-s1.roles.json"]  # only the discrete-role model has role attentions
-    sharpness = json.loads((root / "results/eval/tpt_d-s1.roles.json").read_text())
+    sharpness = json.loads((root / "mathematics/eval/tpt_d-s1.roles.json").read_text())
     assert sharpness["model"] == "tpt_d" and sharpness["threshold"] == 0.98
     assert 0.0 <= sharpness["role_sharpness"] <= 1.0 and sharpness["role_distributions"] > 0
 

@@ -78,10 +78,12 @@ def _reconstruction(args) -> None:
                          {"csv": Path(args.csv), "md": Path(args.md), "png": Path(args.figure)})
 
 
-# dvc.yaml's paths: a run's model and seed range over RUNS.
+# dvc.yaml's paths: a run's model and seed range over RUNS. Like every experiment's, its runs write
+# under its own folder: <experiment>/models/<run>/, checkpoints/<run>/ and eval/<run>.csv.
 RUNS = {"model": "${grid.models}", "seed": "${grid.seeds}"}
 RUN = "${item.model}-s${item.seed}"
-MODEL = f"models/{RUN}"
+MODELS, CHECKPOINTS, EVALS = "mathematics/models", "mathematics/checkpoints", "mathematics/eval"
+MODEL = f"{MODELS}/{RUN}"
 DATA = "data/mathematics"
 TRAIN_DIRS = tuple(f"{DATA}/{split}" for split in TRAIN_SPLITS)
 HELDOUT = f"{DATA}/{INTERPOLATE}"
@@ -148,7 +150,7 @@ EXPERIMENT = Experiment(
               code=(*TRAINING, "experiments/mathematics/stages.py", "experiments/mathematics/modules.py"),
               params=("models.{model}", "train", "evaluate", "grid.modules"),
               dvc=(DvcStage("tprepro train --model ${item.model} --seed ${item.seed} "
-                            f"--out {MODEL} --checkpoints checkpoints/{RUN}",
+                            f"--out {MODEL} --checkpoints {CHECKPOINTS}/{RUN}",
                             matrix=RUNS, deps=(VOCAB, *TRAIN_INDEXES, HELDOUT_INDEX),
                             outs=(f"{MODEL}/model.pt",), results=(f"{MODEL}/train_metrics.json",),
                             plots=(learning_curve(f"{MODEL}/learning_curve.csv"),)),)),
@@ -160,19 +162,19 @@ EXPERIMENT = Experiment(
               _evaluate,
               code=(*EVALUATION, "experiments/mathematics/stages.py", "experiments/mathematics/modules.py"),
               params=("evaluate", "grid.modules", "grid.extrapolation_modules"),
-              dvc=(DvcStage(f"tprepro evaluate --model-dir {MODEL} --out results/eval/{RUN}.csv",
+              dvc=(DvcStage(f"tprepro evaluate --model-dir {MODEL} --out {EVALS}/{RUN}.csv",
                             matrix=RUNS,
                             deps=(*trained(MODEL), HELDOUT_INDEX, EXTRAPOLATION_INDEX, *TRAIN_INDEXES),
-                            plots=(accuracy_bars(f"results/eval/{RUN}.csv", per="module"),)),)),
+                            plots=(accuracy_bars(f"{EVALS}/{RUN}.csv", per="module"),)),)),
         Stage("tables", "assemble Table 1, the per-module table and figure",
-              table_arguments(located={"models_dir": "models", "eval_dir": "results/eval"}, **FIGURES), _tables,
+              table_arguments(located={"models_dir": MODELS, "eval_dir": EVALS}, **FIGURES), _tables,
               code=(*PUBLISHING, "experiments/mathematics/stages.py", "experiments/mathematics/figures.py"),
               params=("report", "grid", "train.steps", "train.batch_size", "data.test_per_module"),
               dvc=(DvcStage(f"tprepro tables --table {TABLE} "
                             "--metrics results/metrics.json --modules-csv results/tables/mathematics_modules.csv "
                             "--figure results/figures/mathematics_modules.png "
                             "--curves results/figures/learning_curves.png",
-                            deps=("results/eval", "models"),
+                            deps=(EVALS, MODELS),
                             results=("results/tables/mathematics_modules.csv", f"{TABLE}.csv", f"{TABLE}.md",
                                      f"{TABLE}.html", "results/figures/mathematics_modules.png",
                                      "results/figures/learning_curves.png"),
@@ -187,10 +189,10 @@ EXPERIMENT = Experiment(
                       "interpret.role_clusters", "interpret.head_reconstruction", "interpret.one_hotness"),
               dvc=(DvcStage(f"tprepro interpret-mathematics --model-dir {MODEL} --out {INTERPRETED}/{RUN}",
                             matrix=RUNS,
-                            deps=(*trained(MODEL), f"results/eval/{RUN}.csv", f"{HELDOUT}/${{interpret.module}}"),
+                            deps=(*trained(MODEL), f"{EVALS}/{RUN}.csv", f"{HELDOUT}/${{interpret.module}}"),
                             results=(f"{INTERPRETED}/{RUN}",)),)),
         Stage("interpret-reconstruction", "the head-reconstruction MSE table and bar chart over the grid's runs",
-              options(models_dir=SHARED_OPTIONS["models_dir"].at("models"),
+              options(models_dir=SHARED_OPTIONS["models_dir"].at(MODELS),
                       interpret_dir=Option("directory of the runs' interpret-mathematics outputs").at(INTERPRETED),
                       csv="the MSE table (CSV)",
                       md="the MSE table (markdown)", figure="the MSE bar chart (PNG)"),
@@ -199,7 +201,7 @@ EXPERIMENT = Experiment(
               params=("grid",),
               dvc=(DvcStage(f"tprepro interpret-reconstruction --csv {RECONSTRUCTION}.csv --md {RECONSTRUCTION}.md "
                             f"--figure {RECONSTRUCTION}.png",
-                            deps=(INTERPRETED, "models"),
+                            deps=(INTERPRETED, MODELS),
                             results=(f"{RECONSTRUCTION}.csv", f"{RECONSTRUCTION}.md", f"{RECONSTRUCTION}.png")),)),
     ),
     models=lambda params: {"models": list(params["grid"]["models"])},
