@@ -192,8 +192,13 @@ def exact_match(vocab, rows: list[tuple[str, str]], max_len: int) -> Callable[[t
 
 
 # ---- arms ----------------------------------------------------------------------------------------
-def arm_settings(arm: str, config: TrainConfig) -> dict:
-    """The train settings an arm name stands for; a trailing `t` adds `loss_weighting: token`."""
+# The train settings each arm sets for itself (arm_settings): files differing only in them are one sweep.
+ORDER_SETTINGS = ("batching", "pool_batches", "bucket_width", "loss_weighting")
+
+
+def arm_settings(arm: str, bucket_width: int) -> dict:
+    """The train settings an arm name stands for (`buckets` alone: `bucket_width`); a trailing `t`
+    adds `loss_weighting: token`."""
     match = re.fullmatch(r"(random|buckets|pool)(\d*)(t?)", arm)
     kind, n, token = match.groups() if match else (None, "", "")
     if kind is None or (kind == "pool" and not n) or (kind == "random" and n):
@@ -202,7 +207,7 @@ def arm_settings(arm: str, config: TrainConfig) -> dict:
     if kind == "random":
         return {"batching": "pool", "pool_batches": 1, **weighting}
     if kind == "buckets":
-        return {"batching": "buckets", "bucket_width": int(n) if n else config.bucket_width, **weighting}
+        return {"batching": "buckets", "bucket_width": int(n) if n else bucket_width, **weighting}
     return {"batching": "pool", "pool_batches": int(n), **weighting}
 
 
@@ -335,11 +340,15 @@ def reprint(paths: list[Path], arms: list[str] | None = None) -> None:
         report = json.loads(path.read_text())
         # a setting added after a sweep ran is absent from its file: at its default, the same run
         train = {**FINGERPRINT_DEFAULTS, **report["train"]}
-        key = json.dumps([report["experiment"], report["model"], train], sort_keys=True)
-        table = merged.setdefault(key, {**report, "runs": {}, "diversity": {}, "files": []})
+        shared = {name: value for name, value in train.items() if name not in ORDER_SETTINGS}
+        key = json.dumps([report["experiment"], report["model"], shared], sort_keys=True)
+        table = merged.setdefault(key, {**report, "runs": {}, "diversity": {}, "files": [], "orders": {}})
         table["files"].append(path.name)
         table["diversity"].update(report["diversity"])
         for arm, by_seed in report["runs"].items():
+            order = arm_settings(arm, train["bucket_width"])
+            if table["orders"].setdefault(arm, order) != order:
+                raise SystemExit(f"{path}: arm {arm} ran as {order}, in {table['files'][0]} as {table['orders'][arm]}")
             table["runs"].setdefault(arm, {}).update({int(seed): points for seed, points in by_seed.items()})
     for table in merged.values():
         runs = {arm: by_seed for arm, by_seed in table["runs"].items() if by_seed and (not arms or arm in arms)}
@@ -385,11 +394,11 @@ def main() -> None:
           f"rows, arms {' '.join(args.arms)}, seeds {args.seeds}", flush=True)
     out = args.out or REPO / f"results/benchmarks/data_order-{args.experiment}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    configs = {arm: dataclasses.replace(base, **arm_settings(arm, base)) for arm in args.arms}
+    configs = {arm: dataclasses.replace(base, **arm_settings(arm, base.bucket_width)) for arm in args.arms}
     mix = {arm: diversity(setup, config, args.seeds[0]) for arm, config in configs.items()}
     runs: dict[str, dict[int, list[dict]]] = {arm: {} for arm in args.arms}
     report = {"experiment": args.experiment, "argv": sys.argv[1:], "model": dataclasses.asdict(setup.model),
-              "train": dataclasses.asdict(base), "arms": {a: arm_settings(a, base) for a in args.arms},
+              "train": dataclasses.asdict(base), "arms": {a: arm_settings(a, base.bucket_width) for a in args.arms},
               "diversity": mix, "runs": runs}
     for seed in args.seeds:  # seed-major: every seed's arms are paired however far the sweep gets
         for arm, config in configs.items():
