@@ -52,7 +52,7 @@ run: install
 	$(BIN)/snakemake --cores $(CORES)
 	@$(MAKE) --no-print-directory dvc-commit
 	$(BIN)/snakemake --report results/report.html --quiet
-	@echo "tables: results/tables/  report: results/report.html  figures: results/figures/, results/interpret/"
+	@echo "tables: results/tables/  report: results/report.html  figures: results/figures/, */interpret/"
 	@echo "MLflow: make ui"
 
 ## dvc-commit: record in dvc.lock what Snakemake built, so that `dvc status` agrees with it

@@ -29,5 +29,5 @@ rule all:
         expand(rules.n2f_tables.output.metrics, task=N2F_TASKS),
         rules.summarization_tables.output.metrics,
         rules.interpret_reconstruction.output.csv,
-        expand("results/interpret/two_variable/{run}", run=TV_RUNS),
-        expand("results/interpret/n2f/{task}", task=N2F_TASKS),
+        expand("two_variable/interpret/{run}", run=TV_RUNS),
+        expand("n2f/interpret/{task}", task=N2F_TASKS),

@@ -2,9 +2,9 @@
 # head reconstruction, role one-hotness (Mathematics Dataset runs); attention and ponder maps
 # (two-variable models); relation-unbinding clusters (TP-N2F). Settings: params.yaml `interpret:`
 # (shared, and Mathematics'), `two_variable.interpret` and `n2f.interpret`.
-# Each job runs the analyses its model's architecture has, into one directory under results/interpret/.
+# Each job runs the analyses its model's architecture has, into the run's interpret/ folder of its
+# experiment; the head-reconstruction table over the Mathematics runs goes to results/interpret/.
 INTERPRET = P["interpret"]
-INTERPRET_DIR = "results/interpret"
 UNBINDING_RUN = f"{N2F['interpret']['unbinding']['model']}-s{N2F['seeds'][0]}"  # the first seed's model
 
 
@@ -15,7 +15,7 @@ rule interpret_mathematics:
         data=f"{DATA}/{INTERPOLATE}/{INTERPRET['module']}",
         code=code_digest("interpret-mathematics"),
     output:
-        report(directory(f"{INTERPRET_DIR}/mathematics/{{model}}-s{{seed}}"), patterns=["{name}.png"],
+        report(directory(f"mathematics/interpret/{{model}}-s{{seed}}"), patterns=["{name}.png"],
                caption="../report/interpret_mathematics.rst", category="Interpretation"),
     params:
         **settings("interpret-mathematics", P),
@@ -31,13 +31,13 @@ rule interpret_mathematics:
 
 rule interpret_reconstruction:
     input:
-        expand(f"{INTERPRET_DIR}/mathematics/{{run}}", run=RUNS),
+        expand("mathematics/interpret/{run}", run=RUNS),
         code=code_digest("interpret-reconstruction"),
     output:
-        csv=report(f"{INTERPRET_DIR}/head_reconstruction.csv", caption="../report/head_reconstruction.rst",
+        csv=report("results/interpret/head_reconstruction.csv", caption="../report/head_reconstruction.rst",
                    category="Interpretation"),
-        md=f"{INTERPRET_DIR}/head_reconstruction.md",
-        png=report(f"{INTERPRET_DIR}/head_reconstruction.png", caption="../report/head_reconstruction.rst",
+        md="results/interpret/head_reconstruction.md",
+        png=report("results/interpret/head_reconstruction.png", caption="../report/head_reconstruction.rst",
                    category="Interpretation"),
     params:
         **settings("interpret-reconstruction", P),
@@ -58,7 +58,7 @@ rule interpret_two_variable:
         test=rules.two_variable_data.output.test,
         code=code_digest("interpret-two-variable"),
     output:
-        report(directory(f"{INTERPRET_DIR}/two_variable/{{model}}-s{{seed}}"), patterns=["{name}.png"],
+        report(directory("two_variable/interpret/{model}-s{seed}"), patterns=["{name}.png"],
                caption="../report/interpret_two_variable.rst", category="Interpretation"),
     params:
         **settings("interpret-two-variable", P),
@@ -79,7 +79,7 @@ rule interpret_n2f:
         test="data/n2f/{task}/test",
         code=code_digest("interpret-n2f"),
     output:
-        report(directory(f"{INTERPRET_DIR}/n2f/{{task}}"), patterns=["{name}.png"],
+        report(directory("n2f/interpret/{task}"), patterns=["{name}.png"],
                caption="../report/interpret_n2f.rst", category="Interpretation"),
     params:
         **settings("interpret-n2f", P),

@@ -79,7 +79,8 @@ def _reconstruction(args) -> None:
 
 
 # dvc.yaml's paths: a run's model and seed range over RUNS. Like every experiment's, its runs write
-# under its own folder: <experiment>/models/<run>/, checkpoints/<run>/ and eval/<run>.csv.
+# under its own folder: <experiment>/models/<run>/, checkpoints/<run>/, eval/<run>.csv, interpret/<run>/;
+# what is drawn over all runs goes under results/.
 RUNS = {"model": "${grid.models}", "seed": "${grid.seeds}"}
 RUN = "${item.model}-s${item.seed}"
 MODELS, CHECKPOINTS, EVALS = "mathematics/models", "mathematics/checkpoints", "mathematics/eval"
@@ -100,7 +101,7 @@ HELDOUT_INDEX, EXTRAPOLATION_INDEX = split_index(INTERPOLATE), split_index(EXTRA
 VOCAB = "data/vocab.json"
 TABLE = "results/tables/table1"
 RECONSTRUCTION = "results/interpret/head_reconstruction"
-INTERPRETED = "results/interpret/mathematics"
+INTERPRETED = "mathematics/interpret"
 
 SPLIT = Option("train-easy | train-medium | train-hard | interpolate | extrapolate")
 # The data options default to the pipeline's folders, so its commands name only what varies by job.

@@ -22,7 +22,7 @@ RECONSTRUCTION_FILE = "head_reconstruction.json"
 
 
 def mathematics_stage(params_path: str, model_dir: Path, interpolate_dir: Path, out: Path) -> None:
-    """results/interpret/mathematics/<run>/: attention maps; role clusters (models with role vectors);
+    """mathematics/interpret/<run>/: attention maps; role clusters (models with role vectors);
     per-head reconstruction errors (layered Transformers); role one-hotness (TPT-d)."""
     from tprepro.interpret import head_reconstruction as recon
     from tprepro.interpret import one_hotness as onehot

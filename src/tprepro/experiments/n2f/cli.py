@@ -120,10 +120,10 @@ EXPERIMENT = Experiment(
               code=(*INTERPRETING, "experiments/n2f"),
               params=("interpret.seed", "n2f.interpret.unbinding"),
               dvc=(DvcStage(f"tprepro interpret-n2f --task ${{item.task}} --model-dir {MODELS}/{UNBOUND} "
-                            f"--test {DATA}/test --out results/interpret/n2f/${{item.task}}",
+                            f"--test {DATA}/test --out n2f/interpret/${{item.task}}",
                             matrix=EACH_TASK,
                             deps=(*trained(f"{MODELS}/{UNBOUND}"), f"{EVALS}/{UNBOUND}.csv", f"{DATA}/test"),
-                            results=("results/interpret/n2f/${item.task}",)),)),
+                            results=("n2f/interpret/${item.task}",)),)),
     ),
     models=lambda params: {f"n2f.{task}.models": list(params["n2f"]["models"]) for task in params["n2f"]["tasks"]},
     codecs=(CODEC,),

@@ -15,7 +15,7 @@ from tprepro.params import load_params
 
 
 def n2f_stage(params_path: str, task: str, model_dir: Path, test_dir: Path, out: Path) -> None:
-    """results/interpret/n2f/<task>/: the TP-N2F decoder's relation unbinding vectors, clustered."""
+    """n2f/interpret/<task>/: the TP-N2F decoder's relation unbinding vectors, clustered."""
     from tprepro.interpret import unbinding_clusters as unbinding
 
     params = load_params(params_path)

@@ -48,7 +48,7 @@ MODEL = f"two_variable/models/{RUN}"
 DATA = "data/two_variable"
 # The data stage writes these; the commands read them by default, so they name only what varies by job.
 TRAIN, TEST, VOCAB = f"{DATA}/train", f"{DATA}/test", f"{DATA}/vocab.json"
-EVALS = "two_variable/eval"
+EVALS, INTERPRETED = "two_variable/eval", "two_variable/interpret"
 TABLE = "results/tables/two_variable_types"
 
 EXPERIMENT = Experiment(
@@ -102,10 +102,10 @@ EXPERIMENT = Experiment(
               code=(*INTERPRETING, "experiments/two_variable/data.py", "experiments/two_variable/interpret.py"),
               params=("interpret.seed", "interpret.examples", "interpret.attention", "two_variable.interpret.ponder"),
               dvc=(DvcStage(f"tprepro interpret-two-variable --model-dir {MODEL} "
-                            f"--out results/interpret/two_variable/{RUN}",
+                            f"--out {INTERPRETED}/{RUN}",
                             matrix=RUNS,
                             deps=(*trained(MODEL), f"{EVALS}/{RUN}.csv", TEST),
-                            results=(f"results/interpret/two_variable/{RUN}",)),)),
+                            results=(f"{INTERPRETED}/{RUN}",)),)),
     ),
     models=lambda params: {"two_variable.models": list(params["two_variable"]["models"])},
     check=check_two_variable,

@@ -15,7 +15,7 @@ from tprepro.params import load_params
 
 
 def two_variable_stage(params_path: str, model_dir: Path, test_dir: Path, out: Path) -> None:
-    """results/interpret/two_variable/<model>/: attention maps; ponder maps and the mean updates
+    """two_variable/interpret/<run>/: attention maps; ponder maps and the mean updates
     per expression type (Adaptive Universal Transformer)."""
     from tprepro.interpret import ponder_maps as ponder
 
