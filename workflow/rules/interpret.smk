@@ -15,7 +15,7 @@ rule interpret_mathematics:
         data=f"{DATA}/{INTERPOLATE}/{INTERPRET['module']}",
         code=code_digest("interpret-mathematics"),
     output:
-        report(directory(f"mathematics/interpret/{{model}}-s{{seed}}"), patterns=["{name}.png"],
+        report(directory("mathematics/interpret/{model}-s{seed}"), patterns=["{name}.png"],
                caption="../report/interpret_mathematics.rst", category="Interpretation"),
     params:
         **settings("interpret-mathematics", P),
