@@ -1,7 +1,7 @@
 # Settings and paths shared by every rule.
 # `--config params=FILE` selects another params file; `--config 'train={steps: 10}'` (any section,
 # YAML) overrides those settings, validated like the file (tprepro.params.snakemake_params).
-from tprepro.experiments.mathematics.cli import DATA, EVALS, MODELS, TRAIN_INDEXES, VOCAB, split_index
+from tprepro.experiments.mathematics.cli import DATA, EVALS, INTERPRETED, MODELS, TRAIN_INDEXES, VOCAB, split_index
 from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE, TRAIN_SPLITS, split_modules
 from tprepro.params import snakemake_params
 from tprepro.workflow import cluster_resources, code_digest, module_dirs, settings, stage_shell

@@ -15,7 +15,7 @@ rule interpret_mathematics:
         data=f"{DATA}/{INTERPOLATE}/{INTERPRET['module']}",
         code=code_digest("interpret-mathematics"),
     output:
-        report(directory("mathematics/interpret/{model}-s{seed}"), patterns=["{name}.png"],
+        report(directory(f"{INTERPRETED}/{{model}}-s{{seed}}"), patterns=["{name}.png"],
                caption="../report/interpret_mathematics.rst", category="Interpretation"),
     params:
         **settings("interpret-mathematics", P),
@@ -31,7 +31,7 @@ rule interpret_mathematics:
 
 rule interpret_reconstruction:
     input:
-        expand("mathematics/interpret/{run}", run=RUNS),
+        expand(f"{INTERPRETED}/{{run}}", run=RUNS),
         code=code_digest("interpret-reconstruction"),
     output:
         csv=report("results/interpret/head_reconstruction.csv", caption="../report/head_reconstruction.rst",

@@ -44,7 +44,8 @@ def _interpret(args) -> None:
 # dvc.yaml paths of one run: ${item.model} and ${item.seed} range over RUNS.
 RUNS = {"model": "${two_variable.models}", "seed": "${two_variable.seeds}"}
 RUN = "${item.model}-s${item.seed}"
-MODEL = f"two_variable/models/{RUN}"
+MODELS = "two_variable/models"
+MODEL = f"{MODELS}/{RUN}"
 DATA = "data/two_variable"
 # The data stage writes these; the commands read them by default, so they name only what varies by job.
 TRAIN, TEST, VOCAB = f"{DATA}/train", f"{DATA}/test", f"{DATA}/vocab.json"
@@ -84,7 +85,7 @@ EXPERIMENT = Experiment(
                             deps=(*trained(MODEL), TEST),
                             plots=(accuracy_bars(f"{EVALS}/{RUN}.csv", per="expression type"),)),)),
         Stage("two-variable-tables", "the per-type table (Wangperawong, Table 3)",
-              table_arguments(located={"models_dir": "two_variable/models", "eval_dir": EVALS},
+              table_arguments(located={"models_dir": MODELS, "eval_dir": EVALS},
                               curves="the learning-curve figure (PNG)"), _tables,
               code=(*PUBLISHING, "experiments/two_variable/stages.py", "experiments/two_variable/table.py",
                     "experiments/two_variable/data.py"),
@@ -93,7 +94,7 @@ EXPERIMENT = Experiment(
               dvc=(DvcStage(f"tprepro two-variable-tables --table {TABLE} "
                             "--curves results/figures/two_variable_learning_curves.png "
                             "--metrics results/two_variable_metrics.json",
-                            deps=(EVALS, "two_variable/models"),
+                            deps=(EVALS, MODELS),
                             results=(f"{TABLE}.csv", f"{TABLE}.md", f"{TABLE}.html",
                                      "results/figures/two_variable_learning_curves.png"),
                             metrics=("results/two_variable_metrics.json",)),)),
