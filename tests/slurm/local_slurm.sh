@@ -65,7 +65,10 @@ SelectTypeParameters=CR_Core_Memory
 DefMemPerCPU=1000
 GresTypes=gpu
 ReturnToService=2
-MinJobAge=600
+# Completed jobs stay queryable by scontrol for a day, longer than the cluster lives (a slow run
+# under load outlived 600 s). Not 0 (never purged): Snakemake then takes MinJobAge for too low and
+# queries sacct, which a cluster without accounting cannot answer.
+MinJobAge=86400
 KillWait=5
 NodeName=$node NodeAddr=127.0.0.1 CPUs=$cpus Boards=1 SocketsPerBoard=$sockets CoresPerSocket=$cores ThreadsPerCore=$threads RealMemory=$mem Gres=gpu:1 State=UNKNOWN
 PartitionName=cpu Nodes=$node Default=YES MaxTime=INFINITE State=UP
