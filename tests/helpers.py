@@ -100,8 +100,8 @@ def micro_summarization(params: dict, datasets: tuple[str, ...] = ("xsum",)) -> 
     section["datasets"] = {name: {"format": formats[name], "path": None} for name in datasets}
     section["data"].update(vocab_size=200, max_source_tokens=24, max_target_tokens=8)
     section["train"].update(steps=4, batch_size=4, warmup_steps=2, checkpoint_every=2, log_every=2)
-    section["evaluate"].update(max_documents=4, beam_size=2, max_summary_tokens=6, samples=1)
-    section["evaluate"]["bootstrap"]["resamples"] = 50
+    section["evaluate"].update(max_documents=4, beam_size=2, max_summary_tokens=6)
+    section["report"]["bootstrap"]["resamples"] = 50
     section["models"] = {"transformer": {"preset": "summarization_transformer_tiny"},
                          "tpt_d": {"preset": "summarization_tpt_d_tiny"}}
     for entry in section["models"].values():

@@ -231,12 +231,14 @@ def training_run(experiment, summary: dict):
 
 
 def write_evaluation(rows: list[dict], out: Path, run, step: int,
-                     metric_name: Callable[[str], str] | None = None) -> None:
+                     metric_name: Callable[[str], str] | None = None,
+                     metrics: Callable[[list[dict]], dict[str, float]] | None = None) -> None:
     """Write the per-(split, module) rows as CSV and log them to `run` (the model's training run):
     the CSV as its table artifact (evaluation/), the mean accuracy per split as `acc.<split>.mean`.
 
     `metric_name` (for a few rows, e.g. N2F's metrics): also one metric per row, `acc.<split>.<name>`,
-    named by mapping the row's module label to an MLflow-safe name part.
+    named by mapping the row's module label to an MLflow-safe name part. `metrics`: instead, the
+    experiment's own metrics of the rows (for scores that are not accuracies, e.g. ROUGE).
     """
     import pandas as pd
 
@@ -244,20 +246,24 @@ def write_evaluation(rows: list[dict], out: Path, run, step: int,
 
     frame = pd.DataFrame(rows, columns=EVAL_COLUMNS)
     write_csv(frame, out)
-    metrics = {f"acc.{r['split']}.{metric_name(r['module'])}": r["accuracy"] for r in rows} if metric_name else {}
-    metrics.update({f"acc.{split}.mean": g["accuracy"].mean() for split, g in frame.groupby("split")})
-    run.log_metrics(metrics, step=step)
+    if metrics is not None:
+        logged = metrics(rows)
+    else:
+        logged = {f"acc.{r['split']}.{metric_name(r['module'])}": r["accuracy"] for r in rows} if metric_name else {}
+        logged.update({f"acc.{split}.mean": g["accuracy"].mean() for split, g in frame.groupby("split")})
+    run.log_metrics(logged, step=step)
     run.log_artifact(out, "evaluation")
 
 
 def evaluate_trained(model_dir: Path, device: str, experiment, out: Path,
                      score: Callable[[Any, Any, dict], list[dict]],
                      metric_name: Callable[[str], str] | None = None,
-                     extra: Callable[[Any, Any, Any, dict], None] | None = None) -> None:
+                     extra: Callable[[Any, Any, Any, dict], None] | None = None,
+                     metrics: Callable[[list[dict]], dict[str, float]] | None = None) -> None:
     """The evaluate stage of every experiment scored per (split, module): load the trained model in
     `model_dir` onto `device`; `score(model, vocab, summary)` gives its rows (split, module,
     accuracy, n, ...); print them and write them to `out` (CSV) and to the model's MLflow run in
-    `experiment` (write_evaluation, with `metric_name`); then `extra(model, vocab, run, summary)`
+    `experiment` (write_evaluation, with `metric_name` or `metrics`); then `extra(model, vocab, run, summary)`
     writes any further outputs (e.g. role sharpness) to the same run."""
     from tprepro.evaluate.evaluate import load_trained
     from tprepro.train.trainer import pick_device
@@ -268,7 +274,7 @@ def evaluate_trained(model_dir: Path, device: str, experiment, out: Path,
     for row in rows:
         print(f"{row['split']:>14} {row['module']:<40} {row['accuracy']:.4f} (n={row['n']})")
     with training_run(experiment, summary) as run:  # FAILED if a write fails
-        write_evaluation(rows, out, run, summary["steps"], metric_name)
+        write_evaluation(rows, out, run, summary["steps"], metric_name, metrics)
         if extra is not None:
             extra(model, vocab, run, summary)
         run.finish()

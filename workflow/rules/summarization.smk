@@ -1,13 +1,14 @@
 # The summarization experiment (Jiang et al. 2021): CI corpus -> per dataset: shards + subword model
 # -> Transformer / TPT-c / TPT-d training -> beam search + ROUGE -> table and report.
 # Settings: params.yaml `summarization:` (its `train:` overrides the top-level one).
+from tprepro.experiments.summarization import DOCUMENTS_SUFFIX
 from tprepro.experiments.summarization.settings import summarization_train
 
 SUM = P["summarization"]
 SUM_TRAIN = summarization_train(P)
 SUM_DATA = "data/summarization"
 SUM_DATASETS = list(SUM["datasets"])
-SUM_MODELS = list(SUM["models"])
+SUM_RUNS = [f"{model}-s{seed}" for model in SUM["models"] for seed in SUM["seeds"]]
 
 
 rule summarization_corpus:
@@ -52,12 +53,12 @@ rule summarization_train:
         data=f"{SUM_DATA}/{{dataset}}",
         code=code_digest("summarization-train"),
     output:
-        model="summarization/models/{dataset}/{model}/model.pt",
-        metrics="summarization/models/{dataset}/{model}/train_metrics.json",
+        model="summarization/models/{dataset}/{model}-s{seed}/model.pt",
+        metrics="summarization/models/{dataset}/{model}-s{seed}/train_metrics.json",
     params:
         **settings("summarization-train", P),
     log:
-        "logs/summarization/train/{dataset}/{model}.log",
+        "logs/summarization/train/{dataset}/{model}-s{seed}.log",
     threads: max(1, SUM_TRAIN["threads"])
     retries: SUM_TRAIN["max_requeues"]
     resources:
@@ -70,15 +71,16 @@ rule summarization_train:
 
 rule summarization_evaluate:
     input:
-        model="summarization/models/{dataset}/{model}/model.pt",
+        model="summarization/models/{dataset}/{model}-s{seed}/model.pt",
         data=f"{SUM_DATA}/{{dataset}}",
         code=code_digest("summarization-evaluate"),
     output:
-        "summarization/eval/{dataset}/{model}.json",
+        scores="summarization/eval/{dataset}/{model}-s{seed}.csv",
+        documents=f"summarization/eval/{{dataset}}/{{model}}-s{{seed}}{DOCUMENTS_SUFFIX}",  # beside the scores
     params:
         **settings("summarization-evaluate", P),
     log:
-        "logs/summarization/evaluate/{dataset}/{model}.log",
+        "logs/summarization/evaluate/{dataset}/{model}-s{seed}.log",
     resources:
         **cluster_resources(P, "evaluate", workflow),
     conda:
@@ -89,7 +91,7 @@ rule summarization_evaluate:
 
 rule summarization_tables:
     input:
-        expand("summarization/eval/{dataset}/{model}.json", dataset=SUM_DATASETS, model=SUM_MODELS),
+        expand("summarization/eval/{dataset}/{run}.csv", dataset=SUM_DATASETS, run=SUM_RUNS),
         code=code_digest("summarization-tables"),
     output:
         csv=report("results/tables/summarization.csv", caption="../report/summarization.rst",

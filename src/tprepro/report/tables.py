@@ -17,10 +17,11 @@ EVAL_COLUMNS = ["model", "seed", "module", "split", "n", "correct", "accuracy"]
 MODULE_COLUMNS = ["model", "module", "split", "n", "correct", "accuracy"]
 
 
-def read_checked_csv(path: Path, columns: Sequence[str], kind: str) -> pd.DataFrame:
-    """`columns` of the CSV at `path`; an unreadable file or a missing column is an error naming the file."""
+def read_checked_csv(path: Path, columns: Sequence[str], kind: str, **read_options) -> pd.DataFrame:
+    """`columns` of the CSV at `path` (`read_options`: for pandas.read_csv); an unreadable file or a
+    missing column is an error naming the file."""
     try:
-        frame = pd.read_csv(path)
+        frame = pd.read_csv(path, **read_options)
     except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise TpreproError(f"{path}: unreadable {kind} ({exc})") from exc
     missing = set(columns) - set(frame.columns)
@@ -98,9 +99,10 @@ def table1_markdown(table: pd.DataFrame, threshold: float, n_interp: int, n_extr
     return "\n".join(lines) + "\n"
 
 
-def write_csv(frame: pd.DataFrame, path: Path) -> None:
+def write_csv(frame: pd.DataFrame, path: Path, float_format: str | None = "%.6f") -> None:
+    """`frame` as CSV at `path`, written whole or not at all; floats to 6 decimals (None: in full)."""
     with atomic_path(path) as tmp:
-        frame.to_csv(tmp, index=False, float_format="%.6f")
+        frame.to_csv(tmp, index=False, float_format=float_format)
 
 
 def write_metrics(headlines: dict, path: Path) -> None:

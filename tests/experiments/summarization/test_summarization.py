@@ -9,6 +9,8 @@ import math
 import subprocess
 import sys
 
+import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -28,7 +30,7 @@ from tprepro.experiments.summarization.corpus import release_of, stdlib_examples
 from tprepro.experiments.summarization.decoding import _blocked_tokens, beam_search, summarize_documents
 from tprepro.experiments.summarization.loaders import (load_arxiv, load_huggingface, load_release, load_stories, load_wikihow,
                                            write_dataset)
-from tprepro.experiments.summarization.scoring import ROUGE_TYPES, rouge_f1, score_summaries
+from tprepro.experiments.summarization.scoring import ROUGE_TYPES, bootstrap_interval, rouge_f1
 from tprepro.experiments.summarization.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, SubwordCodec, train_subwords
 from tprepro.train.trainer import Trainer, TrainJob, scheduled_lr
 
@@ -313,12 +315,11 @@ def test_rouge_equals_rouge_score_directly():
         for name in ROUGE_TYPES:
             assert ours[name][i] == pytest.approx(theirs[name].fmeasure)
     assert ours["rouge1"][2] == 0.0 and ours["rouge1"][1] > 0.5  # stemming: returns ~ return
-    summary = score_summaries(predictions, references, resamples=200, seed=3)
     for name in ROUGE_TYPES:
-        assert summary[name] == pytest.approx(100 * ours[name].mean())
-        assert summary[f"{name}_low"] <= summary[name] <= summary[f"{name}_high"]
-    assert score_summaries(predictions, references, resamples=200, seed=3) == summary
-    assert summary["n"] == 4
+        low, high = bootstrap_interval(ours[name], 0.95, 200, seed=3)
+        assert low <= ours[name].mean() <= high
+        assert bootstrap_interval(ours[name], 0.95, 200, seed=3) == (low, high)  # seeded
+    assert bootstrap_interval(np.full(4, 0.25), 0.95, 200, seed=3) == (0.25, 0.25)  # no spread
 
 
 # ---- the trainer's Adafactor and inverse-square-root option ----------------------------------------------
@@ -403,18 +404,31 @@ def test_default_optimizer_keeps_the_old_fingerprint_and_adafactor_changes_it(co
     assert adafactor.fingerprint != adam.fingerprint
 
 
+def run_evaluation(model: str, seed: int, predictions, references, role_sharpness=None):
+    from tprepro.experiments.summarization.table import RunEvaluation
+
+    f1 = rouge_f1(predictions, references)
+    documents = pd.DataFrame({"id": [f"d{i}" for i in range(len(predictions))], **f1,
+                              "reference": references, "prediction": predictions})
+    return RunEvaluation(model, "xsum", seed, documents, role_sharpness)
+
+
+BOOTSTRAP = {"confidence": 0.95, "resamples": 50, "seed": 1}
+
+
 def test_table_puts_published_numbers_beside_the_reproduced_ones(tmp_path):
     from tprepro.experiments.summarization.table import read_published, summary_markdown, summary_table
 
-    predictions, references = zip(*PAIRS)
-    evals = []
-    for model, shift in (("transformer", 0), ("tpt_d", 1)):
-        scores = score_summaries(predictions[shift:], references[shift:], resamples=50)
-        evals.append({"model": model, "dataset": "xsum", **scores, "samples": [
-            {"id": "a", "document": "d", "reference": references[0], "prediction": predictions[shift]}],
-            **({"role_sharpness": 0.5} if model == "tpt_d" else {})})
-    table = summary_table(evals, ["transformer", "tpt_d"], ["xsum"])
-    assert table["xsum.rouge1"].tolist() == [evals[0]["rouge1"], evals[1]["rouge1"]]
+    predictions, references = (list(x) for x in zip(*PAIRS))
+    evals = [run_evaluation("transformer", 1, predictions, references),
+             run_evaluation("tpt_d", 1, predictions[1:] + predictions[:1], references, role_sharpness=0.5)]
+    table = summary_table(evals, ["transformer", "tpt_d"], ["xsum"], BOOTSTRAP)
+    for row, run in zip(table.to_dict("records"), evals):
+        values = run.documents["rouge1"].to_numpy()
+        assert row["xsum.rouge1"] == 100 * values.mean()  # one seed: the mean over documents, exactly
+        assert (row["xsum.rouge1_low"], row["xsum.rouge1_high"]) == tuple(
+            100 * v for v in bootstrap_interval(values, 0.95, 50, 1))
+        assert np.isnan(row["xsum.rouge1_sd"]) and row["xsum.seeds"] == 1 and row["xsum.n"] == 4
     path = tmp_path / "published.csv"
     path.write_text("model,dataset,rouge1,rouge2,rougeL,source\nTPT-d,xsum,1.5,2.5,3.5,a test file\n")
     markdown = summary_markdown(table, evals, read_published(str(path)), samples=1)
@@ -422,11 +436,34 @@ def test_table_puts_published_numbers_beside_the_reproduced_ones(tmp_path):
     assert "| Transformer (published) | – | – | – |" in markdown
     assert "Published numbers: a test file." in markdown and "| TPT-d | xsum | 0.500 |" in markdown
     assert f"- reference: {references[0]}" in markdown and "- Transformer: the cat sat on the mat" in markdown
+    assert " ± " not in markdown  # one seed: no spread
     with pytest.raises(TpreproError, match="missing column"):
         path.write_text("model,dataset,rouge1\n")
         read_published(str(path))
     with pytest.raises(TpreproError, match="no evaluation of tpt_c on xsum"):
-        summary_table(evals, ["tpt_c"], ["xsum"])
+        summary_table(evals, ["tpt_c"], ["xsum"], BOOTSTRAP)
+
+
+def test_table_averages_seeds_and_bootstraps_documents_averaged_over_seeds():
+    from tprepro.experiments.summarization.table import summary_markdown, summary_table
+
+    predictions, references = (list(x) for x in zip(*PAIRS))
+    seeds = [run_evaluation("tpt_d", 2, predictions[1:] + predictions[:1], references, role_sharpness=0.25),
+             run_evaluation("tpt_d", 1, predictions, references, role_sharpness=0.75)]
+    row = summary_table(seeds, ["tpt_d"], ["xsum"], BOOTSTRAP).iloc[0]
+    per_seed = np.stack([run.documents["rougeL"].to_numpy() for run in sorted(seeds, key=lambda r: r.seed)])
+    assert row["xsum.rougeL"] == pytest.approx(100 * per_seed.mean())
+    assert row["xsum.rougeL_sd"] == pytest.approx(100 * per_seed.mean(axis=1).std(ddof=1))
+    assert (row["xsum.rougeL_low"], row["xsum.rougeL_high"]) == pytest.approx(
+        tuple(100 * v for v in bootstrap_interval(per_seed.mean(axis=0), 0.95, 50, 1)))
+    assert row["xsum.role_sharpness"] == 0.5 and row["xsum.seeds"] == 2
+    markdown = summary_markdown(summary_table(seeds, ["tpt_d"], ["xsum"], BOOTSTRAP), seeds, None, samples=1)
+    assert f"{row['xsum.rougeL']:.2f} ± {row['xsum.rougeL_sd']:.2f} [" in markdown
+    assert "the mean over 2 seeds" in markdown
+    assert "- TPT-d: the cat sat on the mat" in markdown  # seed 1's prediction
+    other = run_evaluation("tpt_d", 3, predictions[:3], references[:3])
+    with pytest.raises(TpreproError, match="seeds of tpt_d on xsum were evaluated on different documents"):
+        summary_table([*seeds, other], ["tpt_d"], ["xsum"], BOOTSTRAP)
 
 
 def test_params_name_the_summarization_key():

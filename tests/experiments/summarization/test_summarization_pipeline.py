@@ -32,8 +32,16 @@ def test_summarization_table_from_snakemake(tmp_path, generate_python):
     assert "| model | xsum R-1 | xsum R-2 | xsum R-L | cnndm R-1 |" in markdown
     assert "## Role one-hotness" in markdown and "- reference: " in markdown
     assert json.loads((root / "results/summarization_metrics.json").read_text()).keys() == {"transformer", "tpt_d"}
-    evaluation = json.loads((root / "summarization/eval/arxiv/tpt_d.json").read_text())
-    assert evaluation["n"] == 4 and 0 <= evaluation["role_sharpness"] <= 1 and len(evaluation["samples"]) == 1
+    evaluation = pd.read_csv(root / "summarization/eval/arxiv/tpt_d-s1.csv")
+    assert evaluation[["model", "seed", "split", "n"]].drop_duplicates().values.tolist() == [["tpt_d", 1, "test", 4]]
+    assert evaluation["module"].tolist() == ["rouge1", "rouge2", "rougeL"]
+    assert evaluation["accuracy"].between(0, 1).all()
+    documents = pd.read_csv(root / "summarization/eval/arxiv/tpt_d-s1.documents.csv", keep_default_na=False)
+    assert len(documents) == 4 and documents["rougeL"].mean() == pytest.approx(evaluation["accuracy"].iloc[2], abs=1e-6)
+    roles = json.loads((root / "summarization/eval/arxiv/tpt_d-s1.roles.json").read_text())
+    assert 0 <= roles["role_sharpness"] <= 1
+    assert table["arxiv.role_sharpness"].iloc[1] == pytest.approx(roles["role_sharpness"], abs=1e-6)
+    assert not (root / "summarization/eval/arxiv/transformer-s1.roles.json").exists()
 
     from mlflow.tracking import MlflowClient
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tprepro.data.codecs import CodecKind
+from tprepro.experiments.summarization import DOCUMENTS_SUFFIX
 from tprepro.experiments.summarization.settings import check_summarization
 from tprepro.experiments import (COMMON, EVALUATION, PUBLISHING, TRAINING, DvcStage, Experiment, Option, Stage,
                                  options, table_arguments, table_outputs, trained)
@@ -25,7 +26,8 @@ def _data(args) -> None:
 def _train(args) -> None:
     from tprepro.experiments.summarization.stages import train_stage
 
-    train_stage(args.params, args.dataset, args.model, Path(args.data), Path(args.out), Path(args.checkpoints))
+    train_stage(args.params, args.dataset, args.model, args.seed, Path(args.data), Path(args.out),
+                Path(args.checkpoints))
 
 
 def _evaluate(args) -> None:
@@ -49,13 +51,15 @@ DATA_CODE = (f"{S}/__init__.py", f"{S}/corpus.py", f"{S}/loaders.py", f"{S}/toke
              f"{S}/stages.py", "data/shards.py")
 CODEC = CodecKind("tprepro.experiments.summarization.tokenizer:SubwordCodec",
                   answer="tprepro.experiments.summarization.stages:answer_documents")
-# dvc.yaml's paths: a run's dataset and model range over RUNS.
-RUNS = {"dataset": "${summarization.datasets}", "model": "${summarization.models}"}
+# dvc.yaml's paths: a run's dataset, model and seed range over RUNS.
+RUNS = {"dataset": "${summarization.datasets}", "model": "${summarization.models}", "seed": "${summarization.seeds}"}
+RUN = "${item.dataset}/${item.model}-s${item.seed}"
 CORPUS = "data/summarization/corpus"
 DATA = "data/summarization/${item.dataset}"
-MODEL = "summarization/models/${item.dataset}/${item.model}"
-CHECKPOINTS = "summarization/checkpoints/${item.dataset}/${item.model}"
-SCORES = "summarization/eval/${item.dataset}/${item.model}.json"
+MODEL = f"summarization/models/{RUN}"
+CHECKPOINTS = f"summarization/checkpoints/{RUN}"
+SCORES = f"summarization/eval/{RUN}.csv"
+DOCUMENTS = f"summarization/eval/{RUN}{DOCUMENTS_SUFFIX}"
 TABLE = "results/tables/summarization"
 
 EXPERIMENT = Experiment(
@@ -71,35 +75,38 @@ EXPERIMENT = Experiment(
               options(dataset=DATASET, corpus="the CI corpus directory (used when the path is null)",
                       out="directory for train/, validation/, test/ and spm.model"),
               _data, code=(*COMMON, *DATA_CODE),
-              params=("summarization.datasets.{dataset}", "summarization.corpus", "summarization.data",
-                      "summarization.seed"),
+              params=("summarization.datasets.{dataset}", "summarization.corpus", "summarization.data"),
               dvc=(DvcStage(f"tprepro summarization-data --dataset ${{key}} --corpus {CORPUS} "
                             "--out data/summarization/${key}",
                             foreach="${summarization.datasets}", foreach_key=True,
                             deps=(CORPUS,), outs=("data/summarization/${key}",)),)),
         Stage("summarization-train", "train one summarization model (resumes from its checkpoint)",
-              options("checkpoints", dataset=DATASET, model="a name in summarization.models", data=DATA_DIR,
+              options("checkpoints", dataset=DATASET, model="a name in summarization.models",
+                      seed=Option("training seed (one of summarization.seeds)", type=int), data=DATA_DIR,
                       out="directory for model.pt and train_metrics.json"),
               _train, code=(*TRAINING, f"{S}/tokenizer.py", f"{S}/settings.py", f"{S}/stages.py"),
-              params=("summarization.models.{model}", "summarization.train", "summarization.data",
-                      "summarization.seed", "train"),
+              params=("summarization.models.{model}", "summarization.train", "summarization.data", "train"),
               dvc=(DvcStage("tprepro summarization-train --dataset ${item.dataset} --model ${item.model} "
-                            f"--data {DATA} --out {MODEL} --checkpoints {CHECKPOINTS}",
+                            f"--seed ${{item.seed}} --data {DATA} --out {MODEL} --checkpoints {CHECKPOINTS}",
                             matrix=RUNS, deps=(DATA,),
                             outs=(f"{MODEL}/model.pt",), results=(f"{MODEL}/train_metrics.json",)),)),
         Stage("summarization-evaluate", "beam-search the test split and score it with ROUGE",
-              options("model_dir", dataset=DATASET, data=DATA_DIR, out="evaluation JSON"),
-              _evaluate, code=(*EVALUATION, f"{S}/tokenizer.py", f"{S}/decoding.py", f"{S}/scoring.py",
-                               f"{S}/settings.py", f"{S}/stages.py"),
+              options("model_dir", dataset=DATASET, data=DATA_DIR,
+                      out=f"evaluation CSV, one row per ROUGE type; beside it <out stem>{DOCUMENTS_SUFFIX} (per "
+                          "document: id, ROUGE F1s, reference, prediction) and, for discrete-role models, "
+                          "<out stem>.roles.json"),
+              _evaluate, code=(*EVALUATION, f"{S}/__init__.py", f"{S}/tokenizer.py", f"{S}/decoding.py",
+                               f"{S}/scoring.py", f"{S}/table.py", f"{S}/settings.py", f"{S}/stages.py"),
               params=("summarization.evaluate",),
               dvc=(DvcStage("tprepro summarization-evaluate --dataset ${item.dataset} "
                             f"--model-dir {MODEL} --data {DATA} --out {SCORES}",
                             matrix=RUNS, deps=(*trained(MODEL), DATA),
-                            results=(SCORES,)),)),
+                            results=(SCORES, DOCUMENTS)),)),
         Stage("summarization-tables", "the summarization table and report",
-              table_arguments(models=False, evals="the evaluation JSONs (<dataset>/<model>.json)"), _tables,
-              code=(*PUBLISHING, f"{S}/table.py", f"{S}/stages.py"),
-              params=("summarization.models", "summarization.datasets", "summarization.report"),
+              table_arguments(models=False, evals=f"the evaluations: <dataset>/<run>.csv, <run>{DOCUMENTS_SUFFIX}"),
+              _tables, code=(*PUBLISHING, f"{S}/__init__.py", f"{S}/scoring.py", f"{S}/table.py", f"{S}/stages.py"),
+              params=("summarization.models", "summarization.datasets", "summarization.seeds",
+                      "summarization.report"),
               dvc=(DvcStage("tprepro summarization-tables --eval-dir summarization/eval "
                             f"--table {TABLE} "
                             "--metrics results/summarization_metrics.json",
@@ -110,5 +117,5 @@ EXPERIMENT = Experiment(
     models=lambda params: {"summarization.models": list(params["summarization"]["models"])},
     codecs=(CODEC,),
     check=check_summarization,
-    example_items={"key": "xsum", "item.dataset": "xsum", "item.model": "tpt_d"},
+    example_items={"key": "xsum", "item.dataset": "xsum", "item.model": "tpt_d", "item.seed": "1"},
 )

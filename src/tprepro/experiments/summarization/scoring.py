@@ -1,4 +1,4 @@
-"""ROUGE-1/2/L F1 (rouge-score, Porter stemming) with percentile-bootstrap confidence intervals.
+"""ROUGE-1/2/L F1 (rouge-score, Porter stemming) and percentile-bootstrap confidence intervals.
 
 METEOR is not reported: NLTK's METEOR needs the WordNet corpus, a download, and no other
 well-kept library computes it offline.
@@ -37,15 +37,3 @@ def bootstrap_interval(values: np.ndarray, confidence: float, resamples: int, se
     result = stats.bootstrap((values,), np.mean, confidence_level=confidence, n_resamples=resamples,
                              method="percentile", rng=np.random.default_rng(seed))
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
-
-
-def score_summaries(predictions: Sequence[str], references: Sequence[str], confidence: float = 0.95,
-                    resamples: int = 1000, seed: int = 1) -> dict:
-    """{rouge1, rouge1_low, rouge1_high, ..., n}: mean F1 x 100 and its bootstrap interval."""
-    per_example = rouge_f1(predictions, references)
-    out: dict = {"n": len(predictions)}
-    for name, values in per_example.items():
-        low, high = bootstrap_interval(values, confidence, resamples, seed)
-        out[name] = 100 * float(values.mean()) if len(values) else float("nan")
-        out[f"{name}_low"], out[f"{name}_high"] = 100 * low, 100 * high
-    return out

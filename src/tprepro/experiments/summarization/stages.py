@@ -11,17 +11,20 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from tprepro.params import TrainConfig, load_params
 from tprepro.data.shards import iter_rows, open_dataset
 from tprepro.errors import TpreproError
 from tprepro.experiments import mlflow_experiment
-from tprepro.io import atomic_directory, atomic_write_text
-from tprepro.pipeline import (MODEL_FILE, TrainingRun, model_config, publish_table, read_train_metrics,
-                              require_model, train_model, training_run)
-from tprepro.experiments.summarization import SPLITS, TEST, TRAIN
+from tprepro.io import atomic_directory
+from tprepro.pipeline import (MODEL_FILE, TrainingRun, evaluate_trained, model_config, publish_table,
+                              require_model, train_model, write_role_sharpness)
+from tprepro.experiments.summarization import SPLITS, TEST, TRAIN, documents_path
 from tprepro.experiments.summarization.settings import release_path, summarization_train
+
+if TYPE_CHECKING:
+    from tprepro.experiments.summarization.table import RunEvaluation
 
 MODELS = "summarization.models"
 SUBWORD_MODEL = "spm.model"
@@ -69,7 +72,7 @@ def data_stage(params_path: str, dataset: str, corpus_dir: Path, out: Path) -> N
                           source=settings["path"], format=settings["format"])
             print(f"{dataset} {split}: {len(splits[split])} examples")
         texts = [text for row in splits[TRAIN] for text in (row["document"], row["summary"])]
-        train_subwords(texts, data["vocab_size"], tmp / SUBWORD_MODEL, seed=section["seed"])
+        train_subwords(texts, data["vocab_size"], tmp / SUBWORD_MODEL, seed=data["seed"])
     print(f"{dataset}: shards and subword model -> {out}")
 
 
@@ -80,28 +83,18 @@ def load_codec(params: dict, data_dir: Path):
     return SubwordCodec.load(data_dir / SUBWORD_MODEL, data["max_source_tokens"], data["max_target_tokens"])
 
 
-def train_stage(params_path: str, dataset: str, name: str, data_dir: Path, out: Path, checkpoints: Path) -> dict:
+def train_stage(params_path: str, dataset: str, name: str, seed: int, data_dir: Path, out: Path,
+                checkpoints: Path) -> dict:
     params = load_params(params_path)
     section = params["summarization"]
     _dataset_settings(params, dataset, params_path)
     require_model(params_path, section["models"], name, MODELS)
     config = TrainConfig.from_params({"train": summarization_train(params)})
-    return train_model(TrainingRun(name, section["seed"], model_config(params, name, MODELS), config,
+    return train_model(TrainingRun(name, seed, model_config(params, name, MODELS), config,
                                    {"train": open_dataset(data_dir / TRAIN)}, data_dir / SUBWORD_MODEL, out,
                                    checkpoints, mlflow_experiment(params, "summarization"),
                                    data_settings={**section["data"], "dataset": dataset},
                                    run_prefix=f"{RUN_PREFIX}{dataset}/", codec=load_codec(params, data_dir)))
-
-
-def load_summarizer(path: Path, device):
-    """The exported model and its subword codec."""
-    from tprepro.evaluate.evaluate import load_trained
-    from tprepro.experiments.summarization.tokenizer import SubwordCodec
-
-    model, codec, _ = load_trained(path, device)
-    if not isinstance(codec, SubwordCodec):
-        raise TpreproError(f"{path}: not a summarization model (no sentencepiece codec)")
-    return model, codec
 
 
 def answer_documents(model, codec, model_dir: Path, documents: list[str], batch_size: int,
@@ -116,69 +109,81 @@ def answer_documents(model, codec, model_dir: Path, documents: list[str], batch_
 
 
 def evaluate_stage(params_path: str, dataset: str, model_dir: Path, data_dir: Path, out: Path) -> None:
-    """Beam-searched summaries of the test split, ROUGE-1/2/L F1 with bootstrap intervals, sample
-    summaries and (TPT-d) role sharpness, in one JSON file; metrics logged to the training run."""
-    from tprepro.evaluate.roles import has_discrete_roles, role_sharpness
+    """Beam-searched summaries of the test split scored with ROUGE-1/2/L F1: as evaluation rows in `out`
+    (report.tables.EVAL_COLUMNS, module = the ROUGE type, accuracy = the mean F1) and per document beside
+    it (documents_path(out): table.DOCUMENT_COLUMNS); discrete-role models add their role sharpness
+    (`<out stem>.roles.json`). Metrics go to the training run as `<dataset>.<rouge>` (x 100)."""
+    import pandas as pd
+
     from tprepro.experiments.summarization.decoding import summarize_documents
-    from tprepro.experiments.summarization.scoring import ROUGE_TYPES, score_summaries
-    from tprepro.train.trainer import pick_device
+    from tprepro.experiments.summarization.scoring import rouge_f1
+    from tprepro.experiments.summarization.table import DOCUMENT_COLUMNS
+    from tprepro.experiments.summarization.tokenizer import SubwordCodec
+    from tprepro.report.tables import write_csv
 
     params = load_params(params_path)
     section = params["summarization"]
     _dataset_settings(params, dataset, params_path)
     settings = section["evaluate"]
-    summary = read_train_metrics(model_dir)
-    model, codec = load_summarizer(model_dir / MODEL_FILE, pick_device(summarization_train(params)["device"]))
     rows = list(iter_rows(open_dataset(data_dir / TEST), ("document", "summary", "id")))
-    if settings["max_documents"]:
-        rows = rows[: settings["max_documents"]]
-    documents = [r["document"] for r in rows]
-    started = time.perf_counter()
-    predictions = summarize_documents(model, codec, documents, settings["batch_size"],
-                                      settings["max_summary_tokens"], settings["beam_size"],
-                                      settings["length_penalty"], settings["no_repeat_ngram"])
-    seconds = time.perf_counter() - started
-    bootstrap = settings["bootstrap"]
-    scores = score_summaries(predictions, [r["summary"] for r in rows], bootstrap["confidence"],
-                             bootstrap["resamples"], bootstrap["seed"])
-    result = {"model": summary["model"], "dataset": dataset, "seed": summary["seed"], "steps": summary["steps"],
-              "parameters": summary["parameters"], **scores, "beam_size": settings["beam_size"],
-              "decode_seconds": seconds, "documents_per_second": len(rows) / seconds if seconds else None,
-              "samples": [{"id": r["id"], "document": r["document"][:300], "reference": r["summary"],
-                           "prediction": p} for r, p in list(zip(rows, predictions))[: settings["samples"]]]}
-    if has_discrete_roles(model):
-        pairs = [(r["document"], r["summary"]) for r in rows]
-        result.update(role_sharpness(model, codec, pairs, settings["batch_size"]))
-    atomic_write_text(out, json.dumps(result, indent=2, sort_keys=True) + "\n")
-    print(" ".join(f"{name} {scores[name]:.2f}" for name in ROUGE_TYPES) + f" (n={scores['n']}) -> {out}")
-    metrics = {f"{dataset}.{name}": scores[name] for name in ROUGE_TYPES}
-    if "role_sharpness" in result:
-        metrics[f"{dataset}.role_sharpness"] = result["role_sharpness"]
-    with training_run(mlflow_experiment(params, "summarization"), summary) as run:  # FAILED if a write fails
-        run.log_metrics(metrics, step=summary["steps"])
-        run.log_artifact(out, "evaluation")
-        run.finish()
+    rows = rows[: settings["max_documents"] or None]
+    documents_out = documents_path(out)
+
+    def score(model, codec, summary: dict) -> list[dict]:
+        if not isinstance(codec, SubwordCodec):
+            raise TpreproError(f"{model_dir / MODEL_FILE}: not a summarization model (no sentencepiece codec)")
+        started = time.perf_counter()
+        predictions = summarize_documents(model, codec, [r["document"] for r in rows], settings["batch_size"],
+                                          settings["max_summary_tokens"], settings["beam_size"],
+                                          settings["length_penalty"], settings["no_repeat_ngram"])
+        seconds = time.perf_counter() - started
+        print(f"{dataset}: {len(rows)} documents beam-searched in {seconds:.1f} s")
+        f1 = rouge_f1(predictions, [r["summary"] for r in rows])  # {rouge type: [documents]}
+        documents = pd.DataFrame({"id": [r["id"] for r in rows], **f1, "reference": [r["summary"] for r in rows],
+                                  "prediction": predictions}, columns=list(DOCUMENT_COLUMNS))
+        write_csv(documents, documents_out, float_format=None)  # F1 in full: the table's means are exact
+        return [{"module": name, "split": TEST, "n": len(rows), "correct": float(values.sum()),
+                 "accuracy": float(values.mean()) if len(values) else float("nan")} for name, values in f1.items()]
+
+    def documents_and_roles(model, codec, run, summary: dict) -> None:
+        run.log_artifact(documents_out, "evaluation")
+        write_role_sharpness(model, codec, [(r["document"], r["summary"]) for r in rows], settings["batch_size"],
+                             out, run, summary)
+
+    evaluate_trained(model_dir, summarization_train(params)["device"], mlflow_experiment(params, "summarization"),
+                     out, score, extra=documents_and_roles,
+                     metrics=lambda results: {f"{dataset}.{r['module']}": 100 * r["accuracy"] for r in results})
+
+
+def read_run_evaluation(evaluation: Path, model: str, dataset: str, seed: int) -> RunEvaluation:
+    """A run's per-document scores and (discrete-role models) role sharpness, the files the evaluate
+    stage writes beside its evaluation CSV `evaluation`."""
+    from tprepro.experiments.summarization.table import DOCUMENT_COLUMNS, RunEvaluation
+    from tprepro.report.tables import read_checked_csv
+
+    documents = read_checked_csv(documents_path(evaluation), DOCUMENT_COLUMNS, "per-document ROUGE file",
+                                 keep_default_na=False, dtype={"id": str, "reference": str, "prediction": str})
+    roles_path = evaluation.with_suffix(".roles.json")  # pipeline.write_role_sharpness
+    try:
+        sharpness = json.loads(roles_path.read_text(encoding="utf-8"))["role_sharpness"]
+    except FileNotFoundError:
+        sharpness = None
+    except (json.JSONDecodeError, KeyError) as exc:
+        raise TpreproError(f"{roles_path}: not a role-sharpness file ({exc})") from exc
+    return RunEvaluation(model, dataset, seed, documents, sharpness)
 
 
 def tables_stage(params_path: str, eval_dir: Path, out: Mapping[str, Path]) -> None:
-    """The paper's main table: ROUGE-1/2/L per dataset (columns) and model (rows), written to the paths
-    of `out` (table_csv, table_md, metrics)."""
+    """The paper's main table: ROUGE-1/2/L per dataset (columns) and model (rows) over the seeds,
+    written to the paths of `out` (table_csv, table_md, table_html, metrics)."""
     from tprepro.experiments.summarization.table import read_published, summary_markdown, summary_table
 
     params = load_params(params_path)
     section = params["summarization"]
-    evals = []
-    for dataset in section["datasets"]:
-        for name in section["models"]:
-            path = eval_dir / dataset / f"{name}.json"
-            try:
-                evals.append(json.loads(path.read_text(encoding="utf-8")))
-            except FileNotFoundError as exc:
-                raise TpreproError(f"{path}: missing (run the summarization evaluate stage)") from exc
-            except json.JSONDecodeError as exc:
-                raise TpreproError(f"{path}: not valid JSON ({exc})") from exc
+    evals = [read_run_evaluation(eval_dir / dataset / f"{name}-s{seed}.csv", name, dataset, seed)
+             for dataset in section["datasets"] for name in section["models"] for seed in section["seeds"]]
     published = read_published(section["report"]["published"])
-    table = summary_table(evals, list(section["models"]), list(section["datasets"]))
+    table = summary_table(evals, list(section["models"]), list(section["datasets"]), section["report"]["bootstrap"])
     markdown = summary_markdown(table, evals, published, section["report"]["samples"])
     publish_table(mlflow_experiment(params, "summarization"), f"{RUN_PREFIX}tables",
                   {"stage": "summarization_tables"}, table, markdown, out,
