@@ -62,34 +62,33 @@ def test_mathematics_runs_with_a_tpt_d_model_through_the_cli(tmp_path):
     tprepro(root, "vocab", "--train", "data/mathematics/train-easy", "--out", "data/vocab.json")
     for name in params["grid"]["models"]:
         tprepro(root, "train", "--model", name, "--seed", "1", "--train", "data/mathematics/train-easy",
-                "--vocab", "data/vocab.json", "--out", f"models/{name}-s1", "--checkpoints", f"checkpoints/{name}-s1",
-                "--heldout", "data/mathematics/interpolate")
-        tprepro(root, "interpret-mathematics", "--model-dir", f"models/{name}-s1",
-                "--interpolate", "data/mathematics/interpolate", "--out", f"results/interpret/mathematics/{name}-s1")
-    out = root / "results" / "interpret"
-    found = {name: {p.name for p in (out / "mathematics" / f"{name}-s1").iterdir()} for name in params["grid"]["models"]}
+                "--out", f"mathematics/models/{name}-s1", "--checkpoints", f"mathematics/checkpoints/{name}-s1")
+        tprepro(root, "interpret-mathematics", "--model-dir", f"mathematics/models/{name}-s1",
+                "--out", f"mathematics/interpret/{name}-s1")
+    out = root / "mathematics" / "interpret"
+    found = {name: {p.name for p in (out / f"{name}-s1").iterdir()} for name in params["grid"]["models"]}
     common = {"analyses.json", "attention.json", "attention.png", "head_reconstruction.json"}
     assert found["transformer"] == common
     assert found["tp_transformer"] == common | {"role_clusters.csv", "role_clusters.png"}
     assert found["tpt_d"] == common | {"one_hotness.csv", "one_hotness.png"}
-    one_hot = pd.read_csv(out / "mathematics" / "tpt_d-s1" / "one_hotness.csv")
+    one_hot = pd.read_csv(out / "tpt_d-s1" / "one_hotness.csv")
     assert one_hot[["layer", "attention"]].values.tolist() == [
         ["enc0", "self"], ["enc1", "self"], ["dec0", "self"], ["dec0", "cross"]]
     assert one_hot["share_above"].between(0, 1).all() and (one_hot["distributions"] > 0).all()
-    clusters = pd.read_csv(out / "mathematics" / "tp_transformer-s1" / "role_clusters.csv")
+    clusters = pd.read_csv(out / "tp_transformer-s1" / "role_clusters.csv")
     assert 1 <= len(clusters) <= 4 and clusters["size"].sum() > 12 * 10
 
-    tprepro(root, "interpret-reconstruction", "--interpret-dir", "results/interpret/mathematics",
-            "--models-dir", "models", "--csv", "results/interpret/head_reconstruction.csv",
+    tprepro(root, "interpret-reconstruction", "--csv", "results/interpret/head_reconstruction.csv",
             "--md", "results/interpret/head_reconstruction.md", "--figure", "results/interpret/head_reconstruction.png")
-    table = pd.read_csv(out / "head_reconstruction.csv")
+    table = pd.read_csv(root / "results" / "interpret" / "head_reconstruction.csv")
     assert table["model"].tolist() == ["transformer-s1", "tp_transformer-s1", "tpt_d-s1"]
     assert table[["head_0", "head_1"]].mean(axis=1).round(6).tolist() == table["mean"].round(6).tolist()
-    assert (table["mean"] > 0).all() and (out / "head_reconstruction.png").stat().st_size > 0
+    assert (table["mean"] > 0).all() and (root / "results" / "interpret" / "head_reconstruction.png").stat().st_size > 0
 
+    models = root / "mathematics" / "models"
     assert {"interpret/tpt_d-s1/one_hotness.png", "interpret/tpt_d-s1/attention.png",
-            "interpret/head_reconstruction.csv"} <= artifacts(root, root / "models" / "tpt_d-s1")
-    assert "interpret/tp_transformer-s1/role_clusters.png" in artifacts(root, root / "models" / "tp_transformer-s1")
+            "interpret/head_reconstruction.csv"} <= artifacts(root, models / "tpt_d-s1")
+    assert "interpret/tp_transformer-s1/role_clusters.png" in artifacts(root, models / "tp_transformer-s1")
 
 
 def test_two_variable_aut_and_tp_n2f_through_the_cli(tmp_path):
@@ -101,12 +100,11 @@ def test_two_variable_aut_and_tp_n2f_through_the_cli(tmp_path):
     write_params(root / "params.yaml", params)
 
     tprepro(root, "two-variable-data", "--out", "data/two_variable", "--vocab", "data/two_variable/vocab.json")
-    tprepro(root, "two-variable-train", "--model", "aut", "--seed", "1", "--train", "data/two_variable/train",
-            "--vocab", "data/two_variable/vocab.json", "--out", "two_variable/models/aut-s1",
-            "--checkpoints", "two_variable/checkpoints/aut-s1", "--heldout", "data/two_variable/test")
-    tprepro(root, "interpret-two-variable", "--model-dir", "two_variable/models/aut-s1", "--test",
-            "data/two_variable/test", "--out", "results/interpret/two_variable/aut")
-    out = root / "results" / "interpret" / "two_variable" / "aut"
+    tprepro(root, "two-variable-train", "--model", "aut", "--seed", "1", "--out", "two_variable/models/aut-s1",
+            "--checkpoints", "two_variable/checkpoints/aut-s1")
+    tprepro(root, "interpret-two-variable", "--model-dir", "two_variable/models/aut-s1",
+            "--out", "two_variable/interpret/aut-s1")
+    out = root / "two_variable" / "interpret" / "aut-s1"
     assert {p.name for p in out.iterdir()} == {"analyses.json", "attention.json", "attention.png",
                                                 "ponder_map.png", "ponder_by_type.csv"}
     by_type = pd.read_csv(out / "ponder_by_type.csv")
@@ -118,16 +116,16 @@ def test_two_variable_aut_and_tp_n2f_through_the_cli(tmp_path):
             "--train", "data/n2f/algolisp/train", "--vocab", "data/n2f/algolisp/vocab.json",
             "--out", "n2f/models/algolisp/tp_n2f-s1", "--checkpoints", "n2f/checkpoints/algolisp/tp_n2f-s1")
     tprepro(root, "interpret-n2f", "--task", "algolisp", "--model-dir", "n2f/models/algolisp/tp_n2f-s1",
-            "--test", "data/n2f/algolisp/test", "--out", "results/interpret/n2f/algolisp")
-    members = pd.read_csv(root / "results" / "interpret" / "n2f" / "algolisp" / "unbinding_clusters.csv")
+            "--test", "data/n2f/algolisp/test", "--out", "n2f/interpret/algolisp")
+    members = pd.read_csv(root / "n2f" / "interpret" / "algolisp" / "unbinding_clusters.csv")
     assert len(members) == 4 and members["size"].sum() >= 4
     assert "interpret/algolisp/unbinding_clusters.png" in artifacts(root, root / "n2f" / "models" / "algolisp" / "tp_n2f-s1")
 
     lstm_decoder = tprepro_fails(root, "interpret-n2f", "--task", "algolisp", "--model-dir",
                                  "n2f/models/algolisp/tp_n2f_missing", "--test", "data/n2f/algolisp/test",
-                                 "--out", "results/interpret/n2f/other")
+                                 "--out", "n2f/interpret/other")
     assert "n2f/models/algolisp/tp_n2f_missing/train_metrics.json: missing" in lstm_decoder
-    assert not (root / "results" / "interpret" / "n2f" / "other").exists()
+    assert not (root / "n2f" / "interpret" / "other").exists()
 
 
 def tprepro_fails(root: Path, *args: str) -> str:
