@@ -1,0 +1,55 @@
+"""benchmarks/paired_evaluations.py: two folders of evaluation CSVs, paired by seed."""
+
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from helpers import REPO, tool_env
+
+SCRIPT = REPO / "benchmarks" / "paired_evaluations.py"
+
+
+def write_evals(folder, model: str, accuracies: dict[int, dict[tuple[str, str], float]]) -> None:
+    """`<model>-s<seed>.csv` per seed: {(split, module): accuracy}, 100 problems each."""
+    folder.mkdir(parents=True)
+    for seed, per_module in accuracies.items():
+        rows = [{"model": model, "seed": seed, "module": module, "split": split, "n": 100,
+                 "correct": round(100 * accuracy), "accuracy": accuracy}
+                for (split, module), accuracy in per_module.items()]
+        pd.DataFrame(rows).to_csv(folder / f"{model}-s{seed}.csv", index=False)
+
+
+def run(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], env=tool_env(), capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_the_paired_difference_is_b_minus_a_per_seed(tmp_path):
+    a = {1: {("interpolate", "m1"): 0.5, ("interpolate", "m2"): 0.3, ("extrapolate", "m3"): 0.1},
+         2: {("interpolate", "m1"): 0.6, ("interpolate", "m2"): 0.2, ("extrapolate", "m3"): 0.2},
+         3: {("interpolate", "m1"): 0.4, ("interpolate", "m2"): 0.4, ("extrapolate", "m3"): 0.3}}
+    b = {seed: {key: value + 0.01 * seed for key, value in per_module.items()} for seed, per_module in a.items()}
+    b[4] = b[3]  # a seed only one side has is left out
+    write_evals(tmp_path / "a", "tp", a)
+    write_evals(tmp_path / "b", "tp", b)
+    result = run("--model", "tp", "--a", tmp_path / "a", "--b", tmp_path / "b", "--labels", "pool", "random",
+                 "--out", tmp_path / "out.json")
+    assert result.returncode == 0, result.stderr
+    assert "| interpolation_acc | 40.00 ± 0.00 | 42.00 ± 1.00 | +2.00 [" in result.stdout
+    table = json.loads((tmp_path / "out.json").read_text())
+    assert table["seeds"] == [1, 2, 3]
+    interpolation = table["metrics"]["interpolation_acc"]
+    assert interpolation["seeds"]["random"] == {"1": pytest.approx(41), "2": pytest.approx(42), "3": pytest.approx(43)}
+    assert interpolation["paired"]["mean"] == pytest.approx(2) and interpolation["paired"]["low"] < 2
+    assert table["metrics"]["extrapolate/m3"]["pool"]["mean"] == pytest.approx(20)
+
+
+def test_no_common_seed_is_an_error(tmp_path):
+    write_evals(tmp_path / "a", "tp", {1: {("interpolate", "m1"): 0.5}})
+    write_evals(tmp_path / "b", "tp", {2: {("interpolate", "m1"): 0.5}})
+    result = run("--model", "tp", "--a", tmp_path / "a", "--b", tmp_path / "b", "--out", tmp_path / "out.json")
+    assert result.returncode != 0 and "no seed of tp evaluated in both" in result.stderr
+    assert not (tmp_path / "out.json").exists()
