@@ -495,3 +495,19 @@ def test_predict_summarizes_each_document_with_a_trained_model(releases, codec, 
     expected = summarize_documents(trainer.model.eval(), codec, documents, 64, 12, beam_size=4, alpha=0.6,
                                    no_repeat_ngram=3)
     assert [r["document"] for r in records] == documents and [r["summary"] for r in records] == expected
+
+
+def test_a_missing_or_broken_evaluation_file_is_named(tmp_path):
+    from tprepro.experiments.summarization.stages import read_run_evaluation
+
+    evaluation = tmp_path / "tpt_d-s1.csv"
+    with pytest.raises(TpreproError, match=r"tpt_d-s1\.documents\.csv: unreadable per-document ROUGE file"):
+        read_run_evaluation(evaluation, "tpt_d", "xsum", 1)
+    (tmp_path / "tpt_d-s1.documents.csv").write_text("id,rouge1,rouge2,rougeL,reference,prediction\nd0,0.5,0,0.5,a b,\n")
+    run = read_run_evaluation(evaluation, "tpt_d", "xsum", 1)
+    assert run.documents["prediction"].tolist() == [""] and run.role_sharpness is None  # empty, not NaN
+    (tmp_path / "tpt_d-s1.roles.json").write_text('{"role_sharpness": 0.25')  # cut short
+    with pytest.raises(TpreproError, match=r"tpt_d-s1\.roles\.json: not a role-sharpness file"):
+        read_run_evaluation(evaluation, "tpt_d", "xsum", 1)
+    (tmp_path / "tpt_d-s1.roles.json").write_text('{"role_sharpness": 0.25}')
+    assert read_run_evaluation(evaluation, "tpt_d", "xsum", 1).role_sharpness == 0.25
