@@ -503,7 +503,8 @@ def test_a_missing_or_broken_evaluation_file_is_named(tmp_path):
     evaluation = tmp_path / "tpt_d-s1.csv"
     with pytest.raises(TpreproError, match=r"tpt_d-s1\.documents\.csv: unreadable per-document ROUGE file"):
         read_run_evaluation(evaluation, "tpt_d", "xsum", 1)
-    (tmp_path / "tpt_d-s1.documents.csv").write_text("id,rouge1,rouge2,rougeL,reference,prediction\nd0,0.5,0,0.5,a b,\n")
+    documents = "id,rouge1,rouge2,rougeL,reference,prediction\nd0,0.5,0,0.5,a b,\n"
+    (tmp_path / "tpt_d-s1.documents.csv").write_text(documents)
     run = read_run_evaluation(evaluation, "tpt_d", "xsum", 1)
     assert run.documents["prediction"].tolist() == [""] and run.role_sharpness is None  # empty, not NaN
     (tmp_path / "tpt_d-s1.roles.json").write_text('{"role_sharpness": 0.25')  # cut short
