@@ -280,6 +280,11 @@ def evaluate_trained(model_dir: Path, device: str, experiment, out: Path,
         run.finish()
 
 
+def role_sharpness_path(evaluation: Path) -> Path:
+    """Where write_role_sharpness puts a discrete-role model's sharpness: beside its evaluation CSV."""
+    return evaluation.with_suffix(".roles.json")
+
+
 def write_role_sharpness(model, vocab, rows: list[tuple[str, str]], batch_size: int, out: Path, run,
                          summary: dict) -> None:
     """Discrete-role models only: the share of sharp role attentions (evaluate/roles.py) on `rows`,
@@ -290,7 +295,7 @@ def write_role_sharpness(model, vocab, rows: list[tuple[str, str]], batch_size: 
     if not has_discrete_roles(model):
         return
     result = {"model": summary["model"], "seed": summary["seed"], **role_sharpness(model, vocab, rows, batch_size)}
-    path = out.with_suffix(".roles.json")
+    path = role_sharpness_path(out)
     atomic_write_text(path, json.dumps(result, indent=2, sort_keys=True) + "\n")
     print(f"role sharpness (max > {result['threshold']}): {result['role_sharpness']:.3f} "
           f"of {result['role_distributions']} distributions -> {path}")

@@ -19,7 +19,7 @@ from tprepro.errors import TpreproError
 from tprepro.experiments import mlflow_experiment
 from tprepro.io import atomic_directory
 from tprepro.pipeline import (MODEL_FILE, TrainingRun, evaluate_trained, model_config, publish_table,
-                              require_model, train_model, write_role_sharpness)
+                              require_model, role_sharpness_path, train_model, write_role_sharpness)
 from tprepro.experiments.summarization import SPLITS, TEST, TRAIN, documents_path
 from tprepro.experiments.summarization.settings import release_path, summarization_train
 
@@ -163,7 +163,7 @@ def read_run_evaluation(evaluation: Path, model: str, dataset: str, seed: int) -
 
     documents = read_checked_csv(documents_path(evaluation), DOCUMENT_COLUMNS, "per-document ROUGE file",
                                  keep_default_na=False, dtype={"id": str, "reference": str, "prediction": str})
-    roles_path = evaluation.with_suffix(".roles.json")  # pipeline.write_role_sharpness
+    roles_path = role_sharpness_path(evaluation)
     try:
         sharpness = json.loads(roles_path.read_text(encoding="utf-8"))["role_sharpness"]
     except FileNotFoundError:
