@@ -23,11 +23,5 @@ include: "workflow/rules/mlflow.smk"
 
 
 rule all:
-    input:  # one output of each last job (a job writes all its outputs)
-        rules.tables.output.metrics,
-        rules.two_variable_tables.output.metrics,
-        expand(rules.n2f_tables.output.metrics, task=N2F_TASKS),
-        rules.summarization_tables.output.metrics,
-        rules.interpret_reconstruction.output.csv,
-        expand("two_variable/interpret/{run}", run=TV_RUNS),
-        expand("n2f/interpret/{task}", task=N2F_TASKS),
+    input:  # one output of every job no other job reads (the tables, the interpretation figures)
+        final_outputs(P),

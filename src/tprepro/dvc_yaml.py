@@ -42,8 +42,9 @@ def stage_entry(stage: Stage, dvc: DvcStage) -> tuple[str, dict]:
     body = {"cmd": _Folded(dvc.cmd),
             "deps": [*dvc.deps, *(f"src/tprepro/{path}" for path in stage.code)],
             "params": [re.sub(r"\{(\w+)\}", item, key) for key in stage.params]}
-    uncached = [{path: {"cache": False}} for path in dvc.results]
-    for key, entries in (("outs", [*dvc.outs, *uncached]), ("metrics", [{p: {"cache": False}} for p in dvc.metrics]),
+    uncached = [{str(path): {"cache": False}} for path in dvc.results]  # str: a Reported path is a plain one here
+    for key, entries in (("outs", [*map(str, dvc.outs), *uncached]),
+                         ("metrics", [{str(path): {"cache": False}} for path in dvc.metrics]),
                          ("plots", list(dvc.plots))):
         if entries:
             body[key] = entries

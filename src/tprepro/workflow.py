@@ -1,11 +1,14 @@
-"""Helpers the Snakemake rules call (workflow/rules/*.smk): each stage's command, code digest and
-params values (from its Stage declaration), paths, per-rule SLURM resources, the invocation's parent runs."""
+"""Helpers the Snakemake rules call (workflow/rules/*.smk): each stage's inputs, outputs, command, code
+digest and params values (from its Stage declaration), rule all's targets, per-rule SLURM resources,
+the invocation's parent runs."""
 
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from tprepro.errors import TpreproError
@@ -81,6 +84,180 @@ def _per_job(params: dict, key: str):
 _DVC_REFERENCE = re.compile(r"\$\{([^}]+)\}")  # ${item.model}, ${key}, ${n2f.seeds[0]}
 
 
+def _wildcard(reference: str, names: dict[str, str]) -> str | None:
+    """The wildcard a DVC reference stands for in a rule: `item.<key>` is `<key>`, `item` and `key`
+    the one `names` gives them (e.g. key="dataset"); None for a params reference."""
+    if reference.startswith("item."):
+        return reference.removeprefix("item.")
+    if reference in ("item", "key"):
+        return names[reference]
+    return None
+
+
+def pattern(path: str, params: dict | None = None, **names: str) -> str:
+    """A dvc.yaml path as a Snakemake file pattern: `${item.task}` becomes `{task}` (see _wildcard),
+    a params reference its value in `params` (an error without them)."""
+    def snakemake(match: re.Match) -> str:
+        wildcard = _wildcard(match.group(1), names)
+        if wildcard is not None:
+            return f"{{{wildcard}}}"
+        if params is None:
+            raise TpreproError(f"{path}: an output path takes wildcards only, not ${{{match.group(1)}}}")
+        return _params_value(match.group(1), params)
+
+    return _DVC_REFERENCE.sub(snakemake, path)
+
+
+def _params_value(reference: str, params: dict) -> str:
+    """The value of a DVC params reference: a dotted key, or an element of a list (`n2f.seeds[0]`)."""
+    key, index = re.fullmatch(r"(.+?)(?:\[(\d+)\])?", reference).groups()
+    value = setting(params, key)
+    return str(value[int(index)] if index is not None else value)
+
+
+REPORT_CAPTIONS = "../report"  # workflow/report/, as the rule files (workflow/rules/) name it
+
+
+def stage_outputs(stage: str, **names: str) -> list:
+    """A rule's `output:`: the files and folders stage `stage`'s first DvcStage writes (its outs,
+    results, metrics and plots), as Snakemake patterns (see pattern). A path without a suffix is a
+    folder; a Reported path also goes to the Snakemake report, with its caption and category."""
+    from snakemake.io import directory, report
+
+    from tprepro.experiments import Reported, experiment_of, stage as registered
+
+    outputs = []
+    for path in _written(registered(stage).dvc[0]):
+        output = pattern(path, **names)
+        folder = not Path(output).suffix
+        if folder:
+            output = directory(output)
+        if isinstance(path, Reported):
+            output = report(output, caption=f"{REPORT_CAPTIONS}/{path.caption}.rst",
+                            category=path.category or experiment_of(stage).report_category,
+                            patterns=["{name}.png"] if folder else [])
+        outputs.append(output)
+    return outputs
+
+
+def stage_inputs(stage: str, params: dict, **names: str) -> list[str]:
+    """A rule's data inputs: its stage's dvc.yaml deps (first DvcStage) as Snakemake patterns, each
+    standing for one upstream job. A job writes all its outputs, so of a job's files (a run's model.pt
+    and train_metrics.json) the first named stands for the rest. A dep no stage writes is a folder of
+    other jobs' outputs (a table's eval/ and models/ folders): it stands for the first output under
+    it of each job writing there, over the matrix values the rule has no wildcard for; of two stages
+    writing into such folders, the later one's jobs stand for the earlier one's (an evaluation for
+    its trained model)."""
+    from tprepro.experiments import stage as registered
+
+    declared = registered(stage).dvc[0]
+    own = {*(declared.matrix or ()), *names.values()}  # the rule's wildcards
+    writers = _writers(params)
+    inputs, jobs, folders = [], set(), {}
+    for dep in declared.deps:
+        path = pattern(dep, params, **names)
+        job = _job_writing(path, writers)
+        if job is None:
+            folders[path] = [writer for writer in writers if writer.writes_under(path)]
+            if not folders[path]:
+                raise TpreproError(f"stage {stage}: no stage writes {path} or under it, so no rule input stands for it")
+        elif job not in jobs:
+            jobs.add(job)
+            inputs.append(path)
+    gathered = [writer for found in folders.values() for writer in found]
+    for folder, found in folders.items():
+        for writer in found:
+            if not any(writer.name in _upstream(later, writers) for later in gathered):
+                first = next(out for out in writer.outputs if out.startswith(f"{folder}/"))
+                inputs += _each_job(first, writer, own, params)
+    return inputs
+
+
+def final_outputs(params: dict) -> list[str]:
+    """`rule all`'s inputs: one output of every job whose outputs no stage reads (the tables and
+    the interpretation figures): its metrics file if it has one, else its first output."""
+    writers = _writers(params)
+    read = {name for writer in writers for name in _upstream(writer, writers)}
+    return [path for writer in writers if writer.name not in read
+            for path in _each_job(writer.summary, writer, set(), params)]
+
+
+@dataclass(frozen=True)
+class _Writer:
+    """One dvc.yaml stage (a DvcStage of a Stage) as the rules' input derivation sees it."""
+
+    name: str  # the Stage's name
+    outputs: tuple[str, ...]  # what it writes, as Snakemake patterns (a foreach stage's item: {item} or {key})
+    summary: str  # the output standing for the job in `rule all`: its metrics file, else its first output
+    deps: tuple[str, ...]  # what it reads, as Snakemake patterns
+    matrix: tuple[tuple[str, object], ...]  # (wildcard, a params reference or the values) of its jobs
+
+    def writes_under(self, folder: str) -> bool:
+        return any(output.startswith(f"{folder}/") for output in self.outputs)
+
+
+def _writers(params: dict) -> list[_Writer]:
+    """Every dvc.yaml stage as a _Writer, in the registry's order."""
+    from tprepro.experiments import experiments
+
+    writers, generic = [], {"item": "item", "key": "key"}
+    for stage in (stage for experiment in experiments().values() for stage in experiment.stages):
+        for dvc in stage.dvc:
+            outputs = tuple(pattern(path, params, **generic) for path in _written(dvc))
+            summary = pattern(dvc.metrics[0], params, **generic) if dvc.metrics else outputs[0]
+            each = ("key" if dvc.foreach_key else "item", dvc.foreach)
+            matrix = tuple(dvc.matrix.items()) if dvc.matrix else (each,) if dvc.foreach else ()
+            writers.append(_Writer(stage.name, outputs, summary,
+                                   tuple(pattern(path, params, **generic) for path in dvc.deps), matrix))
+    return writers
+
+
+def _upstream(writer: _Writer, writers: list[_Writer]) -> set[str]:
+    """The stages whose outputs `writer` reads: a dep's writer, or every stage writing under a folder dep."""
+    found = set()
+    for dep in writer.deps:
+        job = _job_writing(dep, writers)
+        found |= {job[0]} if job else {other.name for other in writers if other.writes_under(dep)}
+    return found
+
+
+def _written(dvc) -> tuple[str, ...]:
+    """Every path a DvcStage writes: outs, results, metrics and plots."""
+    return (*dvc.outs, *dvc.results, *dvc.metrics, *(path for plot in dvc.plots for path in plot))
+
+
+def _matches(path: str, output: str) -> dict[str, str] | None:
+    """The wildcard values with which output pattern `output` is `path` (a pattern too), or None."""
+    parts = re.split(r"\{(\w+)\}", output)  # text, wildcard, text, ...
+    regex = "".join(re.escape(part) if i % 2 == 0 else f"(?P<{part}>[^/]+)" for i, part in enumerate(parts))
+    match = re.fullmatch(regex, path)
+    return match.groupdict() if match else None
+
+
+def _job_writing(path: str, writers: list[_Writer]) -> tuple | None:
+    """(stage, wildcard values) of the job writing `path`, or None if no stage writes it; the first
+    stage that does wins (the summarization corpus before data/summarization/{dataset})."""
+    for writer in writers:
+        for output in writer.outputs:
+            values = _matches(path, output)
+            if values is not None:
+                return writer.name, tuple(sorted(values.items()))
+    return None
+
+
+def _each_job(output: str, writer: _Writer, own: set[str], params: dict) -> list[str]:
+    """`output` of each of `writer`'s jobs: its matrix's values combined, the rule's `own` wildcards kept."""
+    def values(key: str, declared) -> list:
+        if key in own:
+            return [f"{{{key}}}"]
+        reference = _DVC_REFERENCE.fullmatch(declared) if isinstance(declared, str) else None
+        return list(setting(params, reference.group(1)) if reference else declared)
+
+    keys = [key for key, _ in writer.matrix]
+    axes = [values(key, declared) for key, declared in writer.matrix]
+    return [output.format(**dict(zip(keys, combination))) for combination in itertools.product(*axes)]
+
+
 def stage_shell(stage: str, params: dict, **names: str) -> str:
     """A rule's shell command: stage `stage`'s dvc.yaml command (its first DvcStage), so both tools
     run one declared command. DVC's `${item.<key>}` becomes the job's `{wildcards.<key>}`, `${item}`
@@ -89,14 +266,8 @@ def stage_shell(stage: str, params: dict, **names: str) -> str:
     from tprepro.experiments import stage as registered
 
     def snakemake(match: re.Match) -> str:
-        reference = match.group(1)
-        if reference.startswith("item."):
-            return f"{{wildcards.{reference.removeprefix('item.')}}}"
-        if reference in ("item", "key"):
-            return f"{{wildcards.{names[reference]}}}"
-        key, index = re.fullmatch(r"(.+?)(?:\[(\d+)\])?", reference).groups()
-        value = setting(params, key)
-        return str(value[int(index)] if index is not None else value)
+        wildcard = _wildcard(match.group(1), names)
+        return f"{{wildcards.{wildcard}}}" if wildcard is not None else _params_value(match.group(1), params)
 
     return _DVC_REFERENCE.sub(snakemake, registered(stage).dvc[0].cmd) + " > {log} 2>&1"
 

@@ -68,3 +68,93 @@ def test_a_rules_shell_command_is_its_stages_dvc_command_in_snakemake_terms():
     assert "--dataset {wildcards.dataset} " in stage_shell("summarization-data", params, key="dataset")
     unbound = f"{params['n2f']['interpret']['unbinding']['model']}-s{params['n2f']['seeds'][0]}"
     assert f"--model-dir n2f/models/{{wildcards.task}}/{unbound} " in stage_shell("interpret-n2f", params)
+
+
+def test_a_rules_outputs_are_its_stages_dvc_outputs_as_snakemake_patterns():
+    import pytest
+    from snakemake.io import is_flagged
+
+    from tprepro.errors import TpreproError
+    from tprepro.workflow import pattern, stage_outputs
+
+    train = stage_outputs("n2f-train")
+    assert train == ["n2f/models/{task}/{model}-s{seed}/model.pt",
+                     "n2f/models/{task}/{model}-s{seed}/train_metrics.json"]
+    assert not any(is_flagged(path, "directory") or is_flagged(path, "report") for path in train)
+    # a folder (no suffix) is a directory; ${key} is the wildcard the rule names
+    assert is_flagged(stage_outputs("summarization-data", key="dataset")[0], "directory")
+    assert stage_outputs("summarization-data", key="dataset") == ["data/summarization/{dataset}"]
+    # a Reported output carries its caption and its experiment's (or its own) report category
+    table = {str(path): path for path in stage_outputs("n2f-tables")}
+    assert list(table) == ["results/tables/{task}.csv", "results/tables/{task}.md", "results/tables/{task}.html",
+                           "results/{task}_metrics.json"]
+    shown = table["results/tables/{task}.csv"].flags["report"]
+    assert (shown.caption, shown.category) == ("../report/n2f.rst", "TP-N2F")
+    assert not is_flagged(table["results/tables/{task}.md"], "report")
+    interpreted = stage_outputs("interpret-mathematics")[0]
+    assert is_flagged(interpreted, "directory") and interpreted.flags["report"].category == "Interpretation"
+    assert interpreted.flags["report"].patterns == ["{name}.png"]
+    with pytest.raises(TpreproError, match="wildcards only"):
+        pattern("n2f/models/${n2f.seeds}")
+
+
+def test_every_report_caption_a_stage_names_exists():
+    from tprepro.experiments import Reported, experiments
+
+    for stage in (stage for experiment in experiments().values() for stage in experiment.stages):
+        for dvc in stage.dvc:
+            for path in (*dvc.outs, *dvc.results, *dvc.metrics):
+                if isinstance(path, Reported):
+                    assert (REPO / "workflow/report" / f"{path.caption}.rst").is_file(), (stage.name, path)
+
+
+def test_a_rules_inputs_name_one_file_per_upstream_job():
+    from tprepro.workflow import stage_inputs
+
+    params = load_default_params()
+    params["n2f"]["seeds"] = [1, 2]
+    # a run's model.pt stands for its train_metrics.json; the indexes are as declared
+    assert stage_inputs("evaluate", params) == [
+        "mathematics/models/{model}-s{seed}/model.pt", "data/mathematics/interpolate.json",
+        "data/mathematics/extrapolate.json", "data/mathematics/train-easy.json",
+        "data/mathematics/train-medium.json", "data/mathematics/train-hard.json"]
+    # the data job's train/ stands for its test/ and vocab.json
+    assert stage_inputs("n2f-train", params) == ["data/n2f/{task}/train"]
+    # eval/ and models/ folders: one evaluation per run over the models and seeds, the task kept as
+    # the rule's wildcard; an evaluation stands for its trained model
+    models = list(params["n2f"]["models"])
+    assert stage_inputs("n2f-tables", params) == ["results/n2f/{task}_quality.json", *(
+        f"n2f/eval/{{task}}/{model}-s{seed}.csv" for model in models for seed in (1, 2))]
+    # params references take their values; a foreach key is the wildcard the rule names
+    unbound = f"{params['n2f']['interpret']['unbinding']['model']}-s1"
+    assert stage_inputs("interpret-n2f", params)[:2] == [f"n2f/models/{{task}}/{unbound}/model.pt",
+                                                         f"n2f/eval/{{task}}/{unbound}.csv"]
+    assert stage_inputs("summarization-data", params, key="dataset") == ["data/summarization/corpus"]
+
+
+def test_a_folder_no_stage_writes_under_is_named(monkeypatch):
+    import dataclasses
+
+    import pytest
+
+    import tprepro.experiments
+    from tprepro.errors import TpreproError
+    from tprepro.workflow import stage_inputs
+
+    vocab = tprepro.experiments.stage("vocab")
+    lost = dataclasses.replace(vocab, dvc=(dataclasses.replace(vocab.dvc[0], deps=("data/nowhere",)),))
+    monkeypatch.setattr(tprepro.experiments, "stage", lambda name: lost)
+    with pytest.raises(TpreproError, match="stage vocab: no stage writes data/nowhere"):
+        stage_inputs("vocab", load_default_params())
+
+
+def test_rule_all_asks_for_every_table_and_interpretation_and_nothing_a_job_reads():
+    from tprepro.workflow import final_outputs
+
+    params = load_default_params()
+    tasks, runs = params["n2f"]["tasks"], [f"{m}-s{s}" for m in params["two_variable"]["models"]
+                                           for s in params["two_variable"]["seeds"]]
+    assert sorted(final_outputs(params)) == sorted([
+        "results/metrics.json", "results/interpret/head_reconstruction.csv", "results/two_variable_metrics.json",
+        "results/summarization_metrics.json", *(f"results/{task}_metrics.json" for task in tasks),
+        *(f"n2f/interpret/{task}" for task in tasks), *(f"two_variable/interpret/{run}" for run in runs)])

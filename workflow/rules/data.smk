@@ -4,9 +4,10 @@
 
 rule data:
     input:
+        *stage_inputs("data", P),
         code=code_digest("data"),
     output:
-        directory(f"{DATA}/{{split}}/{{module}}"),
+        *stage_outputs("data"),
     params:
         **settings("data", P),
     log:
@@ -21,11 +22,11 @@ rule data:
 
 
 rule split_index:
-    input:
-        lambda wildcards: module_dirs(DATA, [wildcards.split], split_modules(GRID, wildcards.split)),
+    input:  # its split's module folders: dvc.yaml names the split's folder, which no job writes as a whole
+        lambda wildcards: module_dirs(DATA, [wildcards.split], split_modules(P["grid"], wildcards.split)),
         code=code_digest("split-index"),
     output:
-        split_index("{split}"),
+        *stage_outputs("split-index"),
     params:
         **settings("split-index", P),
     log:
@@ -39,10 +40,10 @@ rule split_index:
 
 rule vocab:
     input:
-        TRAIN_INDEXES,
+        *stage_inputs("vocab", P),
         code=code_digest("vocab"),
     output:
-        VOCAB,
+        *stage_outputs("vocab"),
     params:
         **settings("vocab", P),
     log:

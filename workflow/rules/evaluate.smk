@@ -3,13 +3,10 @@
 
 rule evaluate:
     input:
-        model=f"{MODELS}/{{model}}-s{{seed}}/model.pt",
-        interpolate=split_index(INTERPOLATE),
-        extrapolate=split_index(EXTRAPOLATE),
-        train=TRAIN_INDEXES,
+        *stage_inputs("evaluate", P),
         code=code_digest("evaluate"),
     output:
-        f"{EVALS}/{{model}}-s{{seed}}.csv",
+        *stage_outputs("evaluate"),
     params:
         **settings("evaluate", P),
     log:

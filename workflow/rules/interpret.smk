@@ -4,19 +4,13 @@
 # (shared, and Mathematics'), `two_variable.interpret` and `n2f.interpret`.
 # Each job runs the analyses its model's architecture has, into the run's interpret/ folder of its
 # experiment; the head-reconstruction table over the Mathematics runs goes to results/interpret/.
-INTERPRET = P["interpret"]
-UNBINDING_RUN = f"{N2F['interpret']['unbinding']['model']}-s{N2F['seeds'][0]}"  # the first seed's model
-
 
 rule interpret_mathematics:
     input:
-        model=f"{MODELS}/{{model}}-s{{seed}}/model.pt",
-        evaluation=f"{EVALS}/{{model}}-s{{seed}}.csv",
-        data=f"{DATA}/{INTERPOLATE}/{INTERPRET['module']}",
+        *stage_inputs("interpret-mathematics", P),
         code=code_digest("interpret-mathematics"),
     output:
-        report(directory(f"{INTERPRETED}/{{model}}-s{{seed}}"), patterns=["{name}.png"],
-               caption="../report/interpret_mathematics.rst", category="Interpretation"),
+        *stage_outputs("interpret-mathematics"),
     params:
         **settings("interpret-mathematics", P),
     log:
@@ -31,14 +25,10 @@ rule interpret_mathematics:
 
 rule interpret_reconstruction:
     input:
-        expand(f"{INTERPRETED}/{{run}}", run=RUNS),
+        *stage_inputs("interpret-reconstruction", P),
         code=code_digest("interpret-reconstruction"),
     output:
-        csv=report("results/interpret/head_reconstruction.csv", caption="../report/head_reconstruction.rst",
-                   category="Interpretation"),
-        md="results/interpret/head_reconstruction.md",
-        png=report("results/interpret/head_reconstruction.png", caption="../report/head_reconstruction.rst",
-                   category="Interpretation"),
+        *stage_outputs("interpret-reconstruction"),
     params:
         **settings("interpret-reconstruction", P),
     log:
@@ -53,13 +43,10 @@ rule interpret_reconstruction:
 
 rule interpret_two_variable:
     input:
-        model="two_variable/models/{model}-s{seed}/model.pt",
-        evaluation="two_variable/eval/{model}-s{seed}.csv",
-        test=rules.two_variable_data.output.test,
+        *stage_inputs("interpret-two-variable", P),
         code=code_digest("interpret-two-variable"),
     output:
-        report(directory("two_variable/interpret/{model}-s{seed}"), patterns=["{name}.png"],
-               caption="../report/interpret_two_variable.rst", category="Interpretation"),
+        *stage_outputs("interpret-two-variable"),
     params:
         **settings("interpret-two-variable", P),
     log:
@@ -74,13 +61,10 @@ rule interpret_two_variable:
 
 rule interpret_n2f:
     input:
-        model=f"n2f/models/{{task}}/{UNBINDING_RUN}/model.pt",
-        evaluation=f"n2f/eval/{{task}}/{UNBINDING_RUN}.csv",
-        test="data/n2f/{task}/test",
+        *stage_inputs("interpret-n2f", P),
         code=code_digest("interpret-n2f"),
     output:
-        report(directory("n2f/interpret/{task}"), patterns=["{name}.png"],
-               caption="../report/interpret_n2f.rst", category="Interpretation"),
+        *stage_outputs("interpret-n2f"),
     params:
         **settings("interpret-n2f", P),
     log:

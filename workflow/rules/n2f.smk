@@ -4,11 +4,7 @@
 # the top-level one, and `n2f.<task>.train` both).
 from tprepro.experiments.n2f.settings import n2f_train
 
-N2F = P["n2f"]
 N2F_TRAIN = n2f_train(P)
-N2F_TASKS = N2F["tasks"]
-N2F_MODELS = N2F["models"]
-N2F_RUNS = [f"{model}-s{seed}" for model in N2F_MODELS for seed in N2F["seeds"]]
 
 
 wildcard_constraints:
@@ -17,11 +13,10 @@ wildcard_constraints:
 
 rule n2f_data:
     input:
+        *stage_inputs("n2f-data", P),
         code=code_digest("n2f-data"),
     output:
-        train=directory("data/n2f/{task}/train"),
-        test=directory("data/n2f/{task}/test"),
-        vocab="data/n2f/{task}/vocab.json",
+        *stage_outputs("n2f-data"),
     params:
         **settings("n2f-data", P),
     log:
@@ -36,11 +31,10 @@ rule n2f_data:
 
 rule n2f_quality:
     input:
-        train="data/n2f/{task}/train",
-        test="data/n2f/{task}/test",
+        *stage_inputs("n2f-quality", P),
         code=code_digest("n2f-quality"),
     output:
-        "results/n2f/{task}_quality.json",
+        *stage_outputs("n2f-quality"),
     params:
         **settings("n2f-quality", P),
     log:
@@ -55,12 +49,10 @@ rule n2f_quality:
 
 rule n2f_train:
     input:
-        train="data/n2f/{task}/train",
-        vocab="data/n2f/{task}/vocab.json",
+        *stage_inputs("n2f-train", P),
         code=code_digest("n2f-train"),
     output:
-        model="n2f/models/{task}/{model}-s{seed}/model.pt",
-        metrics="n2f/models/{task}/{model}-s{seed}/train_metrics.json",
+        *stage_outputs("n2f-train"),
     params:
         **settings("n2f-train", P),
     log:
@@ -77,11 +69,10 @@ rule n2f_train:
 
 rule n2f_evaluate:
     input:
-        model="n2f/models/{task}/{model}-s{seed}/model.pt",
-        test="data/n2f/{task}/test",
+        *stage_inputs("n2f-evaluate", P),
         code=code_digest("n2f-evaluate"),
     output:
-        "n2f/eval/{task}/{model}-s{seed}.csv",
+        *stage_outputs("n2f-evaluate"),
     params:
         **settings("n2f-evaluate", P),
     log:
@@ -96,14 +87,10 @@ rule n2f_evaluate:
 
 rule n2f_tables:
     input:
-        evals=expand("n2f/eval/{{task}}/{run}.csv", run=N2F_RUNS),
-        quality="results/n2f/{task}_quality.json",
+        *stage_inputs("n2f-tables", P),
         code=code_digest("n2f-tables"),
     output:
-        csv=report("results/tables/{task}.csv", caption="../report/n2f.rst", category="TP-N2F"),
-        md="results/tables/{task}.md",
-        html=report("results/tables/{task}.html", caption="../report/n2f.rst", category="TP-N2F"),
-        metrics="results/{task}_metrics.json",
+        *stage_outputs("n2f-tables"),
     params:
         **settings("n2f-tables", P),
     log:

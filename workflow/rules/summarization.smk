@@ -1,21 +1,17 @@
 # The summarization experiment (Jiang et al. 2021): CI corpus -> per dataset: shards + subword model
 # -> Transformer / TPT-c / TPT-d training -> beam search + ROUGE -> table and report.
 # Settings: params.yaml `summarization:` (its `train:` overrides the top-level one).
-from tprepro.experiments.summarization import DOCUMENTS_SUFFIX
 from tprepro.experiments.summarization.settings import summarization_train
 
-SUM = P["summarization"]
 SUM_TRAIN = summarization_train(P)
-SUM_DATA = "data/summarization"
-SUM_DATASETS = list(SUM["datasets"])
-SUM_RUNS = [f"{model}-s{seed}" for model in SUM["models"] for seed in SUM["seeds"]]
 
 
 rule summarization_corpus:
     input:
+        *stage_inputs("summarization-corpus", P),
         code=code_digest("summarization-corpus"),
     output:
-        directory(f"{SUM_DATA}/corpus"),
+        *stage_outputs("summarization-corpus"),
     params:
         **settings("summarization-corpus", P),
     log:
@@ -30,12 +26,12 @@ rule summarization_corpus:
 
 rule summarization_data:
     input:
-        corpus=f"{SUM_DATA}/corpus",
+        *stage_inputs("summarization-data", P, key="dataset"),
         code=code_digest("summarization-data"),
     output:
-        directory(f"{SUM_DATA}/{{dataset}}"),
+        *stage_outputs("summarization-data", key="dataset"),
     wildcard_constraints:
-        dataset="|".join(SUM_DATASETS),
+        dataset="|".join(P["summarization"]["datasets"]),
     params:
         **settings("summarization-data", P),
     log:
@@ -50,11 +46,10 @@ rule summarization_data:
 
 rule summarization_train:
     input:
-        data=f"{SUM_DATA}/{{dataset}}",
+        *stage_inputs("summarization-train", P),
         code=code_digest("summarization-train"),
     output:
-        model="summarization/models/{dataset}/{model}-s{seed}/model.pt",
-        metrics="summarization/models/{dataset}/{model}-s{seed}/train_metrics.json",
+        *stage_outputs("summarization-train"),
     params:
         **settings("summarization-train", P),
     log:
@@ -71,12 +66,10 @@ rule summarization_train:
 
 rule summarization_evaluate:
     input:
-        model="summarization/models/{dataset}/{model}-s{seed}/model.pt",
-        data=f"{SUM_DATA}/{{dataset}}",
+        *stage_inputs("summarization-evaluate", P),
         code=code_digest("summarization-evaluate"),
     output:
-        scores="summarization/eval/{dataset}/{model}-s{seed}.csv",
-        documents=f"summarization/eval/{{dataset}}/{{model}}-s{{seed}}{DOCUMENTS_SUFFIX}",  # beside the scores
+        *stage_outputs("summarization-evaluate"),
     params:
         **settings("summarization-evaluate", P),
     log:
@@ -91,15 +84,10 @@ rule summarization_evaluate:
 
 rule summarization_tables:
     input:
-        expand("summarization/eval/{dataset}/{run}.csv", dataset=SUM_DATASETS, run=SUM_RUNS),
+        *stage_inputs("summarization-tables", P),
         code=code_digest("summarization-tables"),
     output:
-        csv=report("results/tables/summarization.csv", caption="../report/summarization.rst",
-                   category="Summarization"),
-        md="results/tables/summarization.md",
-        html=report("results/tables/summarization.html", caption="../report/summarization.rst",
-                    category="Summarization"),
-        metrics="results/summarization_metrics.json",
+        *stage_outputs("summarization-tables"),
     params:
         **settings("summarization-tables", P),
     log:

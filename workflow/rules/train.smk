@@ -7,14 +7,10 @@
 
 rule train:
     input:
-        vocab=VOCAB,
-        train=TRAIN_INDEXES,
-        heldout=split_index(INTERPOLATE),  # the learning curve's sample
+        *stage_inputs("train", P),
         code=code_digest("train"),
     output:
-        model=f"{MODELS}/{{model}}-s{{seed}}/model.pt",
-        metrics=f"{MODELS}/{{model}}-s{{seed}}/train_metrics.json",
-        curve=f"{MODELS}/{{model}}-s{{seed}}/learning_curve.csv",
+        *stage_outputs("train"),
     params:
         **settings("train", P),  # models.{model}: editing another model reruns not this one
     log:

@@ -3,20 +3,15 @@
 # Settings: params.yaml `two_variable:` (its `train:` overrides the top-level one).
 from tprepro.experiments.two_variable.settings import two_variable_train
 
-TV = P["two_variable"]
 TV_TRAIN = two_variable_train(P)
-TV_DATA = "data/two_variable"
-TV_MODELS = list(TV["models"])
-TV_RUNS = [f"{model}-s{seed}" for model in TV_MODELS for seed in TV["seeds"]]
 
 
 rule two_variable_data:
     input:
+        *stage_inputs("two-variable-data", P),
         code=code_digest("two-variable-data"),
     output:
-        train=directory(f"{TV_DATA}/train"),
-        test=directory(f"{TV_DATA}/test"),
-        vocab=f"{TV_DATA}/vocab.json",
+        *stage_outputs("two-variable-data"),
     params:
         **settings("two-variable-data", P),
     log:
@@ -31,14 +26,10 @@ rule two_variable_data:
 
 rule two_variable_train:
     input:
-        vocab=rules.two_variable_data.output.vocab,
-        train=rules.two_variable_data.output.train,
-        heldout=rules.two_variable_data.output.test,  # the learning curve's sample
+        *stage_inputs("two-variable-train", P),
         code=code_digest("two-variable-train"),
     output:
-        model="two_variable/models/{model}-s{seed}/model.pt",
-        metrics="two_variable/models/{model}-s{seed}/train_metrics.json",
-        curve="two_variable/models/{model}-s{seed}/learning_curve.csv",
+        *stage_outputs("two-variable-train"),
     params:
         **settings("two-variable-train", P),
     log:
@@ -55,11 +46,10 @@ rule two_variable_train:
 
 rule two_variable_evaluate:
     input:
-        model="two_variable/models/{model}-s{seed}/model.pt",
-        test=rules.two_variable_data.output.test,
+        *stage_inputs("two-variable-evaluate", P),
         code=code_digest("two-variable-evaluate"),
     output:
-        "two_variable/eval/{model}-s{seed}.csv",
+        *stage_outputs("two-variable-evaluate"),
     params:
         **settings("two-variable-evaluate", P),
     log:
@@ -74,17 +64,10 @@ rule two_variable_evaluate:
 
 rule two_variable_tables:
     input:
-        evals=expand("two_variable/eval/{run}.csv", run=TV_RUNS),
+        *stage_inputs("two-variable-tables", P),
         code=code_digest("two-variable-tables"),
     output:
-        csv=report("results/tables/two_variable_types.csv", caption="../report/two_variable.rst",
-                   category="Two-variable arithmetic"),
-        md="results/tables/two_variable_types.md",
-        html=report("results/tables/two_variable_types.html", caption="../report/two_variable.rst",
-                    category="Two-variable arithmetic"),
-        curves=report("results/figures/two_variable_learning_curves.png",
-                      caption="../report/two_variable_curves.rst", category="Two-variable arithmetic"),
-        metrics="results/two_variable_metrics.json",
+        *stage_outputs("two-variable-tables"),
     params:
         **settings("two-variable-tables", P),
     log:

@@ -41,6 +41,19 @@ class DvcStage:
     plots: tuple[dict, ...] = ()  # `dvc plots show` files with their chart (learning_curve, accuracy_bars)
 
 
+class Reported(str):
+    """An output path (of DvcStage.outs, results, metrics or plots) that the Snakemake report also
+    shows, under the caption workflow/report/<caption>.rst; a folder shows its PNG figures."""
+
+    caption: str
+    category: str | None  # the report's section; None: the experiment's report_category
+
+    def __new__(cls, path: str, caption: str, category: str | None = None) -> "Reported":
+        reported = super().__new__(cls, path)
+        reported.caption, reported.category = caption, category
+        return reported
+
+
 def trained(model_dir: str) -> tuple[str, str]:
     """A trained model's files in `model_dir` (a DVC path): what its evaluate and interpret stages read."""
     return f"{model_dir}/model.pt", f"{model_dir}/train_metrics.json"
@@ -102,6 +115,8 @@ class Experiment:
     # The values its --help examples give the DVC commands' ${references}, e.g. {"item.model": "ut",
     # "item.seed": "1"}: names params.yaml defines.
     example_items: dict[str, str] = field(default_factory=dict)
+    # The Snakemake report's section for the experiment's Reported outputs.
+    report_category: str = ""
 
     def example(self, stage: Stage) -> str:
         """A typical invocation of `stage`: its first DVC command with example_items filled in."""
@@ -208,6 +223,12 @@ TABLE_OUTPUTS = {"table": "the table's path without suffix: TABLE.csv, TABLE.md 
 TABLE_FORMATS = {"table_csv": ".csv", "table_md": ".md", "table_html": ".html"}  # the files --table names
 
 
+def table_files(table: str, caption: str) -> tuple[str, ...]:
+    """The files of a table stage's --table `table` (TABLE_FORMATS); its CSV and HTML page are in the
+    Snakemake report under `caption`."""
+    return Reported(f"{table}.csv", caption), f"{table}.md", Reported(f"{table}.html", caption)
+
+
 def table_arguments(models: bool = True, evals: str = "the evaluation CSVs", located: dict[str, str] | None = None,
                     **outputs: str) -> Callable[[argparse.ArgumentParser], None]:
     """A table stage's inputs (evaluations, and the trained models unless `models` is False) and its
@@ -245,10 +266,14 @@ def mlflow_experiment(params: dict, name: str):
 
 def stage(name: str) -> Stage:
     """The stage behind `tprepro <name>`."""
+    return next(candidate for candidate in experiment_of(name).stages if candidate.name == name)
+
+
+def experiment_of(name: str) -> Experiment:
+    """The experiment declaring stage `name`."""
     for experiment in experiments().values():
-        for candidate in experiment.stages:
-            if candidate.name == name:
-                return candidate
+        if any(candidate.name == name for candidate in experiment.stages):
+            return experiment
     raise KeyError(name)
 
 

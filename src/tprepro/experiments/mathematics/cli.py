@@ -7,8 +7,8 @@ from pathlib import Path
 from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE, SPLITS, TRAIN_SPLITS
 from tprepro.experiments.mathematics.settings import check_mathematics
 from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, PUBLISHING, SHARED_OPTIONS, TRAINING, DvcStage,
-                                 Experiment, Option, Stage, accuracy_bars, learning_curve, options, table_arguments,
-                                 table_outputs, train_arguments, trained)
+                                 Experiment, Option, Reported, Stage, accuracy_bars, learning_curve, options,
+                                 table_arguments, table_files, table_outputs, train_arguments, trained)
 
 
 def _dirs(paths: list[str]) -> list[Path]:
@@ -100,6 +100,7 @@ TRAIN_INDEXES = tuple(map(split_index, TRAIN_SPLITS))
 HELDOUT_INDEX, EXTRAPOLATION_INDEX = split_index(INTERPOLATE), split_index(EXTRAPOLATE)
 VOCAB = "data/vocab.json"
 TABLE = "results/tables/table1"
+METRICS = "results/metrics.json"
 RECONSTRUCTION = "results/interpret/head_reconstruction"
 INTERPRETED = "mathematics/interpret"
 
@@ -172,14 +173,15 @@ EXPERIMENT = Experiment(
               code=(*PUBLISHING, "experiments/mathematics/stages.py", "experiments/mathematics/figures.py"),
               params=("report", "grid", "train.steps", "train.batch_size", "data.test_per_module"),
               dvc=(DvcStage(f"tprepro tables --table {TABLE} "
-                            "--metrics results/metrics.json --modules-csv results/tables/mathematics_modules.csv "
+                            f"--metrics {METRICS} --modules-csv results/tables/mathematics_modules.csv "
                             "--figure results/figures/mathematics_modules.png "
                             "--curves results/figures/learning_curves.png",
                             deps=(EVALS, MODELS),
-                            results=("results/tables/mathematics_modules.csv", f"{TABLE}.csv", f"{TABLE}.md",
-                                     f"{TABLE}.html", "results/figures/mathematics_modules.png",
-                                     "results/figures/learning_curves.png"),
-                            metrics=("results/metrics.json",)),)),
+                            results=(Reported("results/tables/mathematics_modules.csv", "modules"),
+                                     *table_files(TABLE, "table1"),
+                                     Reported("results/figures/mathematics_modules.png", "figure"),
+                                     Reported("results/figures/learning_curves.png", "learning_curves")),
+                            metrics=(METRICS,)),)),
         Stage("interpret-mathematics", "attention maps, role clusters, head reconstruction and role one-hotness "
               "of one trained model (those its architecture has)",
               options("model_dir", "out",
@@ -191,7 +193,7 @@ EXPERIMENT = Experiment(
               dvc=(DvcStage(f"tprepro interpret-mathematics --model-dir {MODEL} --out {INTERPRETED}/{RUN}",
                             matrix=RUNS,
                             deps=(*trained(MODEL), f"{EVALS}/{RUN}.csv", f"{HELDOUT}/${{interpret.module}}"),
-                            results=(f"{INTERPRETED}/{RUN}",)),)),
+                            results=(Reported(f"{INTERPRETED}/{RUN}", "interpret_mathematics", "Interpretation"),)),)),
         Stage("interpret-reconstruction", "the head-reconstruction MSE table and bar chart over the grid's runs",
               options(models_dir=SHARED_OPTIONS["models_dir"].at(MODELS),
                       interpret_dir=Option("directory of the runs' interpret-mathematics outputs").at(INTERPRETED),
@@ -203,7 +205,9 @@ EXPERIMENT = Experiment(
               dvc=(DvcStage(f"tprepro interpret-reconstruction --csv {RECONSTRUCTION}.csv --md {RECONSTRUCTION}.md "
                             f"--figure {RECONSTRUCTION}.png",
                             deps=(INTERPRETED, MODELS),
-                            results=(f"{RECONSTRUCTION}.csv", f"{RECONSTRUCTION}.md", f"{RECONSTRUCTION}.png")),)),
+                            results=(Reported(f"{RECONSTRUCTION}.csv", "head_reconstruction", "Interpretation"),
+                                     f"{RECONSTRUCTION}.md",
+                                     Reported(f"{RECONSTRUCTION}.png", "head_reconstruction", "Interpretation"))),)),
     ),
     models=lambda params: {"models": list(params["grid"]["models"])},
     check=check_mathematics,
@@ -212,4 +216,5 @@ EXPERIMENT = Experiment(
         "title": "Mathematics Dataset, accuracy per module (pooled over seeds)"}},),
     example_items={"item.split": "train-easy", "item.module": "arithmetic__add_or_sub",
                    "item.model": "tp_transformer", "item.seed": "1"},
+    report_category="Mathematics Dataset",
 )

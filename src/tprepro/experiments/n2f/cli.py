@@ -7,8 +7,8 @@ from pathlib import Path
 from tprepro.data.codecs import CodecKind
 from tprepro.experiments.n2f.settings import check_n2f
 from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, PUBLISHING, TRAINING, DvcStage,
-                                 Experiment, Option, Stage, options, table_arguments, table_outputs, test_arguments,
-                                 train_arguments, trained)
+                                 Experiment, Option, Reported, Stage, options, table_arguments, table_files,
+                                 table_outputs, test_arguments, train_arguments, trained)
 from tprepro.experiments.n2f import TASKS
 
 
@@ -71,6 +71,7 @@ MODELS = "n2f/models/${item.task}"
 EVALS = "n2f/eval/${item.task}"
 QUALITY = "results/n2f/${item.task}_quality.json"
 TABLE = "results/tables/${item.task}"
+METRICS = "results/${item.task}_metrics.json"
 
 EXPERIMENT = Experiment(
     name="n2f",
@@ -111,10 +112,9 @@ EXPERIMENT = Experiment(
               params=("n2f.seeds", "n2f.train", "n2f.{task}.train", "train.steps", "train.batch_size", "n2f.models"),
               dvc=(DvcStage(f"tprepro n2f-tables --task ${{item.task}} --eval-dir {EVALS} --models-dir {MODELS} "
                             f"--table {TABLE} "
-                            "--metrics results/${item.task}_metrics.json",
+                            f"--metrics {METRICS}",
                             matrix=EACH_TASK, deps=(EVALS, MODELS, QUALITY),
-                            results=(f"{TABLE}.csv", f"{TABLE}.md", f"{TABLE}.html"),
-                            metrics=("results/${item.task}_metrics.json",)),)),
+                            results=table_files(TABLE, "n2f"), metrics=(METRICS,)),)),
         Stage("interpret-n2f", "cluster the TP-N2F decoder's relation unbinding vectors",
               options("model_dir", "test", "out", task=TASK), _interpret,
               code=(*INTERPRETING, "experiments/n2f"),
@@ -123,11 +123,12 @@ EXPERIMENT = Experiment(
                             f"--test {DATA}/test --out n2f/interpret/${{item.task}}",
                             matrix=EACH_TASK,
                             deps=(*trained(f"{MODELS}/{UNBOUND}"), f"{EVALS}/{UNBOUND}.csv", f"{DATA}/test"),
-                            results=("n2f/interpret/${item.task}",)),)),
+                            results=(Reported("n2f/interpret/${item.task}", "interpret_n2f", "Interpretation"),)),)),
     ),
     models=lambda params: {f"n2f.{task}.models": list(params["n2f"]["models"]) for task in params["n2f"]["tasks"]},
     codecs=(CODEC,),
     check=check_n2f,
     example_items={"item.task": "algolisp", "item.model": "tp_n2f", "item.seed": "1",
                    "n2f.interpret.unbinding.model": "tp_n2f", "n2f.seeds[0]": "1"},
+    report_category="TP-N2F",
 )

@@ -8,7 +8,7 @@ from tprepro.data.codecs import CodecKind
 from tprepro.experiments.summarization import DOCUMENTS_SUFFIX
 from tprepro.experiments.summarization.settings import check_summarization
 from tprepro.experiments import (COMMON, EVALUATION, PUBLISHING, TRAINING, DvcStage, Experiment, Option, Stage,
-                                 options, table_arguments, table_outputs, trained)
+                                 options, table_arguments, table_files, table_outputs, trained)
 
 
 def _corpus(args) -> None:
@@ -61,6 +61,7 @@ CHECKPOINTS = f"summarization/checkpoints/{RUN}"
 SCORES = f"summarization/eval/{RUN}.csv"
 DOCUMENTS = f"summarization/eval/{RUN}{DOCUMENTS_SUFFIX}"
 TABLE = "results/tables/summarization"
+METRICS = "results/summarization_metrics.json"
 
 EXPERIMENT = Experiment(
     name="summarization",
@@ -109,13 +110,13 @@ EXPERIMENT = Experiment(
                       "summarization.report"),
               dvc=(DvcStage("tprepro summarization-tables --eval-dir summarization/eval "
                             f"--table {TABLE} "
-                            "--metrics results/summarization_metrics.json",
+                            f"--metrics {METRICS}",
                             deps=("summarization/eval",),
-                            results=(f"{TABLE}.csv", f"{TABLE}.md", f"{TABLE}.html"),
-                            metrics=("results/summarization_metrics.json",)),)),
+                            results=table_files(TABLE, "summarization"), metrics=(METRICS,)),)),
     ),
     models=lambda params: {"summarization.models": list(params["summarization"]["models"])},
     codecs=(CODEC,),
     check=check_summarization,
     example_items={"key": "xsum", "item.dataset": "xsum", "item.model": "tpt_d", "item.seed": "1"},
+    report_category="Summarization",
 )

@@ -6,8 +6,9 @@ from pathlib import Path
 
 from tprepro.experiments.two_variable.settings import check_two_variable
 from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, PUBLISHING, SHARED_OPTIONS, TRAINING, DvcStage,
-                                 Experiment, Stage, accuracy_bars, learning_curve, options, table_arguments,
-                                 table_outputs, test_arguments, train_arguments, trained)
+                                 Experiment, Reported, Stage, accuracy_bars, learning_curve, options,
+                                 table_arguments, table_files, table_outputs, test_arguments, train_arguments,
+                                 trained)
 
 
 def _data(args) -> None:
@@ -51,6 +52,7 @@ DATA = "data/two_variable"
 TRAIN, TEST, VOCAB = f"{DATA}/train", f"{DATA}/test", f"{DATA}/vocab.json"
 EVALS, INTERPRETED = "two_variable/eval", "two_variable/interpret"
 TABLE = "results/tables/two_variable_types"
+METRICS = "results/two_variable_metrics.json"
 
 EXPERIMENT = Experiment(
     name="two_variable",
@@ -93,11 +95,12 @@ EXPERIMENT = Experiment(
                       "train"),
               dvc=(DvcStage(f"tprepro two-variable-tables --table {TABLE} "
                             "--curves results/figures/two_variable_learning_curves.png "
-                            "--metrics results/two_variable_metrics.json",
+                            f"--metrics {METRICS}",
                             deps=(EVALS, MODELS),
-                            results=(f"{TABLE}.csv", f"{TABLE}.md", f"{TABLE}.html",
-                                     "results/figures/two_variable_learning_curves.png"),
-                            metrics=("results/two_variable_metrics.json",)),)),
+                            results=(*table_files(TABLE, "two_variable"),
+                                     Reported("results/figures/two_variable_learning_curves.png",
+                                              "two_variable_curves")),
+                            metrics=(METRICS,)),)),
         Stage("interpret-two-variable", "attention maps (and ponder maps of an adaptive model) of one model",
               options("model_dir", "out", test=SHARED_OPTIONS["test"].at(TEST)), _interpret,
               code=(*INTERPRETING, "experiments/two_variable/data.py", "experiments/two_variable/interpret.py"),
@@ -106,9 +109,10 @@ EXPERIMENT = Experiment(
                             f"--out {INTERPRETED}/{RUN}",
                             matrix=RUNS,
                             deps=(*trained(MODEL), f"{EVALS}/{RUN}.csv", TEST),
-                            results=(f"{INTERPRETED}/{RUN}",)),)),
+                            results=(Reported(f"{INTERPRETED}/{RUN}", "interpret_two_variable", "Interpretation"),)),)),
     ),
     models=lambda params: {"two_variable.models": list(params["two_variable"]["models"])},
     check=check_two_variable,
     example_items={"item.model": "ut", "item.seed": "1"},
+    report_category="Two-variable arithmetic",
 )
