@@ -3,7 +3,9 @@ interpolation and extrapolation accuracy and each module's accuracy, per set the
 seeds, and the paired difference (B − A) with its 95% t interval.
 
 For runs of one configuration that differ in one setting (say the batch order), trained in two
-checkouts: point --a and --b at their `mathematics/eval` folders (`<model>-s<seed>.csv`).
+checkouts: point --a and --b at their `mathematics/eval` folders (`<model>-s<seed>.csv`). A side may
+also be a JSON this script wrote: its per-seed values of the set with that side's label are used,
+so a new set can be paired with one whose evaluation files are gone.
 
     python benchmarks/paired_evaluations.py --model tp_transformer --a ../pooled/mathematics/eval \\
         --b ../random/mathematics/eval --labels pool16 random --out results/benchmarks/paired-....json
@@ -41,6 +43,23 @@ def per_seed(files: dict[int, Path], seeds: list[int]) -> dict[str, dict[int, fl
     return out
 
 
+def recorded(path: Path, model: str, label: str) -> dict[str, dict[int, float]]:
+    """metric -> seed -> accuracy of set `label` in a JSON this script wrote (for `model`)."""
+    table = json.loads(path.read_text())
+    if table["model"] != model or label not in table["labels"]:
+        raise SystemExit(f"{path}: holds {table['model']} as {' and '.join(table['labels'])}, not {model} as {label}")
+    return {metric: {int(seed): value for seed, value in row["seeds"][label].items()}
+            for metric, row in table["metrics"].items()}
+
+
+def side(path: Path, model: str, label: str) -> dict[str, dict[int, float]]:
+    """metric -> seed -> accuracy of one side: a folder of evaluations, or a recorded JSON."""
+    if path.suffix == ".json":
+        return recorded(path, model, label)
+    files = seed_files(path, model)
+    return per_seed(files, sorted(files)) if files else {}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", required=True)
@@ -49,12 +68,12 @@ def main() -> None:
     parser.add_argument("--labels", nargs=2, default=["A", "B"])
     parser.add_argument("--out", type=Path, required=True, help="JSON of the table")
     args = parser.parse_args()
-    a_files, b_files = seed_files(args.a, args.model), seed_files(args.b, args.model)
-    seeds = sorted(a_files.keys() & b_files.keys())
+    label_a, label_b = args.labels
+    a, b = side(args.a, args.model, label_a), side(args.b, args.model, label_b)
+    seeds = sorted(a.get("interpolation_acc", {}).keys() & b.get("interpolation_acc", {}).keys())
     if not seeds:
         raise SystemExit(f"no seed of {args.model} evaluated in both {args.a} and {args.b}")
-    a, b = per_seed(a_files, seeds), per_seed(b_files, seeds)
-    label_a, label_b = args.labels
+    a, b = ({metric: {s: values[s] for s in seeds} for metric, values in found.items()} for found in (a, b))
     rows = {metric: {label_a: interval(list(a[metric].values())), label_b: interval(list(b[metric].values())),
                      "paired": interval([b[metric][s] - a[metric][s] for s in seeds]),
                      "seeds": {label_a: a[metric], label_b: b[metric]}} for metric in a if metric in b}

@@ -53,3 +53,24 @@ def test_no_common_seed_is_an_error(tmp_path):
     result = run("--model", "tp", "--a", tmp_path / "a", "--b", tmp_path / "b", "--out", tmp_path / "out.json")
     assert result.returncode != 0 and "no seed of tp evaluated in both" in result.stderr
     assert not (tmp_path / "out.json").exists()
+
+
+def test_a_side_may_be_a_recorded_table_of_the_same_model(tmp_path):
+    """A new set is paired with one recorded earlier, whose evaluation files are gone."""
+    a = {seed: {("interpolate", "m1"): 0.1 * seed, ("extrapolate", "m2"): 0.05 * seed} for seed in (1, 2, 3)}
+    write_evals(tmp_path / "random", "tp", a)
+    write_evals(tmp_path / "pool16", "tp", {seed: {key: value + 0.02 for key, value in per.items()}
+                                            for seed, per in a.items()})
+    write_evals(tmp_path / "pool4", "tp", {seed: {key: value + 0.01 for key, value in per.items()}
+                                           for seed, per in a.items()})
+    first = run("--model", "tp", "--a", tmp_path / "pool16", "--b", tmp_path / "random", "--labels", "pool16",
+                "random", "--out", tmp_path / "first.json")
+    assert first.returncode == 0, first.stderr
+    again = run("--model", "tp", "--a", tmp_path / "first.json", "--b", tmp_path / "pool4", "--labels", "random",
+                "pool4", "--out", tmp_path / "again.json")
+    assert again.returncode == 0, again.stderr
+    interpolation = json.loads((tmp_path / "again.json").read_text())["metrics"]["interpolation_acc"]
+    assert interpolation["paired"]["mean"] == pytest.approx(1) and interpolation["random"]["mean"] == pytest.approx(20)
+    wrong = run("--model", "tp", "--a", tmp_path / "first.json", "--b", tmp_path / "pool4", "--labels", "pool4",
+                "pool4", "--out", tmp_path / "wrong.json")
+    assert wrong.returncode != 0 and "first.json: holds tp as pool16 and random, not tp as pool4" in wrong.stderr
