@@ -9,7 +9,8 @@ steps, and its greedy cached decoder answers held-out problems. Per preset it re
 - MFU on real tokens and on padded shapes (train/throughput.py: FlopCounterMode FLOPs per position over a
   matmul peak measured in the step's dtype in the same run), the padding share, and the share of step time
   spent waiting for the next batch;
-- the graphs Dynamo compiled (1 = no recompile), peak memory, the last window's loss, decoding problems/s;
+- the batch stream's own rate on one thread (what prefetching can feed), the graphs Dynamo compiled (1 = no
+  recompile), peak memory, the last window's loss, decoding problems/s;
 - with `--requeue`, the seconds a fresh process with the same compile cache takes to its first step.
 
 One JSON per preset and device kind, `results/benchmarks/throughput/<device_kind>/<preset>.json` (the speeds
@@ -43,6 +44,7 @@ from torch._dynamo.utils import counters
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from learning import all_rows, generate_sample, open_sample  # noqa: E402  (a sibling benchmark)
 
+from tprepro.data.batching import BatchStream  # noqa: E402
 from tprepro.data.shards import iter_rows, open_dataset  # noqa: E402
 from tprepro.data.vocab import build_vocab  # noqa: E402
 from tprepro.evaluate.evaluate import predict_ids  # noqa: E402
@@ -119,6 +121,19 @@ def train_config(args) -> TrainConfig:
                                threads=args.threads, processes=1)
 
 
+def stream_rate(files, vocab, config: TrainConfig, batches: int = 20) -> float:
+    """Samples/s of the batch stream alone (read, shuffle, sort, collate) on this thread: the rate the
+    prefetching thread can feed a step at, to set against the step's own."""
+    stream = iter(BatchStream(files, vocab, config.batch_size, config.bucket_width, seed=1,
+                              shuffle_buffer=config.shuffle_buffer, read_rows=config.read_rows,
+                              batching=config.batching, pool_batches=config.pool_batches))
+    next(stream)  # the readers' first chunks
+    started = time.perf_counter()
+    for _ in range(batches):
+        next(stream)
+    return batches * config.batch_size / (time.perf_counter() - started)
+
+
 def measure(preset: str, files, vocab, questions: list[str], args, cache_dir: Path) -> dict:
     """Train `preset` through the real Trainer and decode; the schema's figures."""
     config = train_config(args)
@@ -147,6 +162,7 @@ def measure(preset: str, files, vocab, questions: list[str], args, cache_dir: Pa
         "flops_per_sample": trainer.flops_per_position * real_per_sample, "real_tokens_per_sample": real_per_sample,
         "mfu_real": median("mfu_real"), "mfu_padded": median("mfu_padded"), "peak_flops": trainer.peak_flops,
         "padding_share": median("padding_share"), "data_wait_share": median("data_wait_share"),
+        "stream_samples_per_s": stream_rate(files, vocab, config),
         "seconds_to_step_100": at_100, "recompiles": max(0, counters["stats"]["unique_graphs"] - 1)
         if trainer.compiled else None, "dynamo_graphs": counters["stats"]["unique_graphs"] if trainer.compiled else None,
         "peak_memory_bytes": peak_memory(trainer.device), "final_loss": windows.logged[-1]["loss"],
@@ -245,13 +261,13 @@ def main(argv=None) -> list[dict]:
 def print_row(r: dict, header: bool) -> None:
     if header:
         print(f"{'preset':<22} {'device':>6} {'batch':>5} {'samples/s':>10} {'MFU real':>8} {'MFU pad':>8} "
-              f"{'padding':>7} {'wait':>6} {'to 100':>7} {'graphs':>6} {'mem GB':>7} {'loss':>6} {'decode/s':>9}")
+              f"{'padding':>7} {'wait':>6} {'to 100':>7} {'graphs':>6} {'mem GB':>7} {'loss':>6} {'decode/s':>9} {'stream/s':>9}")
     fmt = lambda v, spec: "-" if v is None else format(v, spec)  # noqa: E731
     print(f"{r['preset']:<22} {r['device_kind']:>6} {r['batch_size']:>5} {r['samples_per_s']:>10.1f} "
           f"{r['mfu_real']:>8.1%} {r['mfu_padded']:>8.1%} {r['padding_share']:>7.1%} {r['data_wait_share']:>6.1%} "
           f"{fmt(r['seconds_to_step_100'], '7.1f'):>7} {fmt(r['dynamo_graphs'], '6d'):>6} "
-          f"{r['peak_memory_bytes'] / 1e9:>7.2f} {r['final_loss']:>6.3f} {fmt(r['decode_problems_per_s'], '9.1f'):>9}",
-          flush=True)
+          f"{r['peak_memory_bytes'] / 1e9:>7.2f} {r['final_loss']:>6.3f} {fmt(r['decode_problems_per_s'], '9.1f'):>9} "
+          f"{r['stream_samples_per_s']:>9.0f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ def test_tiny_presets_on_cpu_write_the_schema_plan_reads(tmp_path, generate_pyth
         assert 0 < written["mfu_real"] <= written["mfu_padded"] < 1
         assert 0 <= written["padding_share"] < 1 and 0 <= written["data_wait_share"] < 1
         assert written["flops_per_sample"] > 0 and written["decode_problems_per_s"] > 0
+        assert written["stream_samples_per_s"] > written["samples_per_s"]  # the stream alone outpaces a step
         assert len(written["windows"]) == 3 and written["seconds_to_step_100"] is None  # 12 steps
     table = capsys.readouterr().out
     assert "MFU real" in table and "tp_transformer_tiny" in table
