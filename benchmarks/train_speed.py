@@ -10,7 +10,8 @@ steps, and its greedy cached decoder answers held-out problems. Per preset it re
   matmul peak measured in the step's dtype in the same run), the padding share, and the share of step time
   spent waiting for the next batch;
 - the batch stream's own rate on one thread (what prefetching can feed), the graphs Dynamo compiled (1 = no
-  recompile), peak memory, the last window's loss, decoding problems/s;
+  recompile), peak memory, the last window's loss, decoding problems/s (and the paper evaluation's 710,000 problems
+  in minutes at that rate);
 - with `--requeue`, the seconds a fresh process with the same compile cache takes to its first step.
 
 One JSON per preset and device kind, `results/benchmarks/throughput/<device_kind>/<preset>.json` (the speeds
@@ -59,6 +60,7 @@ from tprepro.train.trainer import Trainer, TrainJob  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = "tprepro.throughput/1"
+PAPER_EVALUATION = 10_000 * 71  # problems: Schlag et al. score 10,000 per module split, 71 splits
 PRESETS = {"mathematics": ["transformer_paper", "tp_transformer_paper"], "two_variable": ["wangperawong_ut"]}
 
 
@@ -151,7 +153,7 @@ def measure(preset: str, files, vocab, questions: list[str], args, cache_dir: Pa
     median = lambda key: statistics.median(w[key] for w in steady)  # noqa: E731
     at_100 = next((w["at_s"] for w in windows.logged if w["step"] >= 100), None)
     real_per_sample = statistics.fmean(w["tokens_per_s"] / w["samples_per_s"] for w in steady)
-    return {
+    result = {
         "schema": SCHEMA, "preset": preset, "arch": job.model.arch, "device_kind": device_kind(trainer.device),
         "device": torch.cuda.get_device_name(trainer.device) if trainer.device.type == "cuda" else "cpu",
         "torch": torch.__version__, "commit": commit(), "date": time.strftime("%Y-%m-%d", time.gmtime()),
@@ -169,6 +171,9 @@ def measure(preset: str, files, vocab, questions: list[str], args, cache_dir: Pa
         "decode_problems_per_s": decode_rate(trainer.model, vocab, questions, args.decode_batch),
         "windows": windows.logged,
     }
+    rate = result["decode_problems_per_s"]
+    result["paper_evaluation_minutes"] = PAPER_EVALUATION / rate / 60 if rate else None
+    return result
 
 
 def peak_memory(device: torch.device) -> int:

@@ -178,8 +178,6 @@ def padding_share(stream, vocab, batches: int = 60) -> float:
 
 def test_padding_falls_from_random_batches_to_pools_to_buckets(tmp_path, generate_python, monkeypatch):
     """The padding each batch order costs, on the real generator's problems of several modules."""
-    from tprepro.data.shards import open_dataset
-    from tprepro.data.vocab import build_vocab
     from tprepro.experiments.mathematics.data_stage import run_data_stage
 
     monkeypatch.setenv("TPREPRO_GENERATE_PYTHON", generate_python)
