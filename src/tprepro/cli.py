@@ -9,6 +9,7 @@ lazy so that the CLI starts fast and the data stage also runs in the generation 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 from pathlib import Path
 import sys
@@ -189,10 +190,22 @@ def main(argv: list[str] | None = None) -> int:
             return REQUEUE_EXIT
 
     if getattr(args, "checkpoints", None):  # a training command: Snakemake requeues only preemption
+        from tprepro.train.folder_lock import FolderBusy, trainer_lock
         from tprepro.train.requeue import run_guarded
 
-        return run_guarded(args.command, Path(args.checkpoints), run,
-                           lambda: errors[-1] if errors else f"exit status of {args.command}")
+        def guarded() -> int:
+            return run_guarded(args.command, Path(args.checkpoints), run,
+                               lambda: errors[-1] if errors else f"exit status of {args.command}")
+
+        if "RANK" in os.environ:  # a data-parallel worker: its launcher holds the folder's lock
+            return guarded()
+        with contextlib.ExitStack() as held:
+            try:
+                held.enter_context(trainer_lock(Path(args.checkpoints)))
+            except FolderBusy as exc:  # refused before anything is read or written, not recorded as a failure
+                print(f"tprepro {args.command}: error: {exc}", file=sys.stderr)
+                return 2
+            return guarded()
     return run()
 
 
