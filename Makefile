@@ -60,12 +60,12 @@ run: install
 	@echo "tables: results/tables/  report: results/report.html  figures: results/figures/, */interpret/"
 	@echo "MLflow: make ui"
 
-## dvc-commit: record in dvc.lock what Snakemake built, so that `dvc status` agrees with it
-# --no-relink leaves every output as Snakemake wrote it: a relink rewrites the files, and Snakemake
-# would then plan their consumers again (it compares the content of files under 1 MB only).
+## dvc-commit: record in dvc.lock what Snakemake built, so that `dvc status` agrees with it (also repairs an interrupted one)
+# `dvc commit --force --no-relink`: --no-relink leaves every output as Snakemake wrote it (a relink rewrites
+# the files, and Snakemake would then plan their consumers again). A dvc.lock that an interrupted commit
+# left truncated is moved aside first (kept) and every stage recorded again; DVC's failure is make's.
 dvc-commit:
-	@$(BIN)/dvc commit --force --no-relink --quiet && echo "dvc.lock records the outputs Snakemake built (dvc status: clean)" \
-	  || echo "warning: dvc commit failed (not a git checkout?); dvc status will list every stage"
+	@$(BIN)/tprepro dvc-commit
 
 ## dvc-yaml: regenerate dvc.yaml from the stages the experiments declare (after editing one)
 dvc-yaml: $(VENV)/.installed

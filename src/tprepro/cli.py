@@ -62,6 +62,12 @@ def cmd_dvc_yaml(args) -> None:
     print(f"dvc.yaml generated from the stage registry -> {args.out}")
 
 
+def cmd_dvc_commit(args) -> int:
+    from tprepro.dvc_commit import commit
+
+    return commit()
+
+
 def cmd_predict(args) -> None:
     from pathlib import Path
 
@@ -125,6 +131,14 @@ def build_parser() -> argparse.ArgumentParser:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default="-", help="the file to write (default: standard output)")
     p.set_defaults(func=cmd_dvc_yaml, data_parallel=None)
+
+    p = sub.add_parser("dvc-commit", help="record in dvc.lock what Snakemake built (a damaged dvc.lock moved aside)",
+                       description="Record in dvc.lock the outputs Snakemake built, so that `dvc status` agrees "
+                                   "with it; a dvc.lock that DVC cannot read (an interrupted commit) is moved "
+                                   "aside first and every stage recorded again from its outputs, rebuilding nothing.",
+                       epilog="example:\n  tprepro dvc-commit  # what `make dvc-commit` runs",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.set_defaults(func=cmd_dvc_commit, data_parallel=None)
 
     p = sub.add_parser("models", help="every architecture preset with its parameter count",
                        description="List every architecture preset with its parameter count.")
