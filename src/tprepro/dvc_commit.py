@@ -43,6 +43,8 @@ def lock_damage(root: Path) -> str | None:
         except (ParseError, YAMLValidationError) as exc:  # not YAML, not UTF-8, or not a lock file
             cause = f": {exc.__cause__}".splitlines()[0] if exc.__cause__ else ""
             return f"DVC cannot read it ({exc}{cause})"
+        except DvcException:  # not damage (e.g. git-ignored): the commit reports it in DVC's words
+            return None
     return None
 
 
