@@ -54,7 +54,8 @@ def commit(root: Path = Path(".")) -> int:
     if damage is not None:
         move_aside(root / LOCK, "damaged", f"{damage}, as an interrupted `dvc commit` leaves it; every stage "
                                            f"is recorded again from its outputs, nothing is rebuilt")
-    done = subprocess.run([sys.executable, "-m", "dvc", *COMMIT], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    done = subprocess.run([sys.executable, "-m", "dvc", *COMMIT], cwd=root, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
     if done.returncode != 0:
         sys.stderr.write(done.stdout)
         print(f"tprepro dvc-commit: error: `dvc {' '.join(COMMIT)}` failed with exit status {done.returncode} "

@@ -24,7 +24,7 @@ def venvs_made_for(root: Path, stamp: str) -> None:
     for venv in VENVS:
         (root / venv).mkdir()
         (root / venv / "marker").write_text("made elsewhere")
-        (root / venv / ".installed").write_text(f"{stamp}\n")  # newer than pyproject.toml: up to date but for its folder
+        (root / venv / ".installed").write_text(f"{stamp}\n")  # newer than pyproject.toml: up to date, but elsewhere
     (root / ".dvc").mkdir()
     (root / ".dvc" / "offline_plots.html").touch()  # newer than .venv/.installed
 

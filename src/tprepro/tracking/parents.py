@@ -40,8 +40,8 @@ def parent_run_id(client, experiment_id: str) -> str:
 
 
 def close_abandoned_parents(client, experiment_id: str) -> list[str]:
-    """Mark KILLED the parent runs left RUNNING by invocations whose process is gone (killed, so that
-    no onsuccess/onerror closed them), tagged with when and why (CLOSED_TAG); the ids closed. A parent whose
+    """Mark KILLED the parent runs left RUNNING by invocations whose process is gone (killed, so that no
+    onsuccess/onerror closed them), tagged with when and why (CLOSED_TAG); the ids closed. A parent whose
     invocation still runs, or whose owner this host cannot check (another host), stays open."""
     closed = []
     for run in client.search_runs([experiment_id], filter_string="attributes.status = 'RUNNING'", max_results=1000):
@@ -51,8 +51,9 @@ def close_abandoned_parents(client, experiment_id: str) -> list[str]:
         host, pid = key.split(":")[:2]
         now = datetime.now(timezone.utc)
         client.set_tag(run.info.run_id, CLOSED_TAG,
-                       f"{now.isoformat(timespec='seconds')}: closed by invocation {invocation_key()}: the process of "
-                       f"its own invocation (pid {pid} on {host}) had ended without closing it (killed)")
+                       f"{now.isoformat(timespec='seconds')}: closed by invocation {invocation_key()}: the process "
+                       f"of its own invocation (pid {pid} on {host}) had ended without closing it (killed, or a "
+                       f"stage run alone)")
         client.set_terminated(run.info.run_id, "KILLED", end_time=int(now.timestamp() * 1000))
         closed.append(run.info.run_id)
     return closed
