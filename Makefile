@@ -20,9 +20,12 @@ help:
 	@grep -E '^## [a-z-]+:' $(MAKEFILE_LIST) | sed -E 's/^## ([a-z-]+): /  \1\t/' | expand -t 14
 
 # A venv's scripts and editable install point at the folder it was made in. Its stamp holds that
-# folder: in a copied checkout the stamps differ, so both venvs are made anew for this folder.
+# folder: in a copied checkout the stamps differ, so a target that needs a venv makes it anew for this
+# folder, saying so (a recipe: `make -n` and `make help` delete nothing).
 made_elsewhere = $(and $(wildcard $(1)/.installed),$(filter-out $(CURDIR),$(shell cat $(1)/.installed)))
-$(foreach venv,$(VENV) $(GEN),$(if $(call made_elsewhere,$(venv)),$(shell rm -rf $(venv))))
+remake_here = $(if $(call made_elsewhere,$(1)),@echo "$(1) was made for $(call made_elsewhere,$(1)): deleting it to make it anew here"; rm -rf $(1))
+$(foreach venv,$(VENV) $(GEN),$(if $(call made_elsewhere,$(venv)),$(eval $(venv)/.installed: made-elsewhere)))
+.PHONY: made-elsewhere
 
 ## install: the pipeline's venv (.venv) and the generator's (.venv-gen), then the offline DVC plots page
 # The two venvs install side by side (-j2): the generator's 40 s hide behind the pipeline's minutes.
@@ -32,6 +35,7 @@ install:
 
 # torch is pinned (==2.13.0) in pyproject.toml: pip takes the CPU build from local disk.
 $(VENV)/.installed: pyproject.toml
+	$(call remake_here,$(VENV))
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test]'
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps $(ALGOLISP_ORACLE)
@@ -42,6 +46,7 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/tprepro plots-template --out $@
 
 $(GEN)/.installed: requirements/generate.txt pyproject.toml
+	$(call remake_here,$(GEN))
 	$(PYTHON) -m venv $(GEN)
 	$(GEN)/bin/pip install --quiet --disable-pip-version-check -r requirements/generate.txt
 	$(GEN)/bin/pip install --quiet --disable-pip-version-check --no-deps -e .
@@ -55,12 +60,12 @@ run: install
 	@echo "tables: results/tables/  report: results/report.html  figures: results/figures/, */interpret/"
 	@echo "MLflow: make ui"
 
-## dvc-commit: record in dvc.lock what Snakemake built, so that `dvc status` agrees with it
-# --no-relink leaves every output as Snakemake wrote it: a relink rewrites the files, and Snakemake
-# would then plan their consumers again (it compares the content of files under 1 MB only).
+## dvc-commit: record in dvc.lock what Snakemake built, so that `dvc status` agrees with it (also repairs an interrupted one)
+# `dvc commit --force --no-relink`: --no-relink leaves every output as Snakemake wrote it (a relink rewrites
+# the files, and Snakemake would then plan their consumers again). A dvc.lock that an interrupted commit
+# left truncated is moved aside first (kept) and every stage recorded again; DVC's failure is make's.
 dvc-commit:
-	@$(BIN)/dvc commit --force --no-relink --quiet && echo "dvc.lock records the outputs Snakemake built (dvc status: clean)" \
-	  || echo "warning: dvc commit failed (not a git checkout?); dvc status will list every stage"
+	@$(BIN)/tprepro dvc-commit
 
 ## dvc-yaml: regenerate dvc.yaml from the stages the experiments declare (after editing one)
 dvc-yaml: $(VENV)/.installed

@@ -73,15 +73,20 @@ def test_version():
 
 def test_the_mlflow_model_answers_as_predict_does(model_dir, tmp_path):
     """The pyfunc model a training run logs (evaluate/pyfunc.py), loaded by MLflow alone in a fresh
-    interpreter, answers a list of questions as `tprepro predict` does."""
+    interpreter with pickle loading refused, answers a list of questions as `tprepro predict` does: it is
+    saved as code (models-from-code), and no pickled object is in it (issue 37)."""
     model, vocab, _ = load_trained(model_dir / "model.pt", torch.device("cpu"))
     save_answering_model(model_dir, vocab, QUESTIONS[0], tmp_path / "mlflow_model")
     script = ("import json, sys, mlflow.pyfunc\n"
               "model = mlflow.pyfunc.load_model(sys.argv[1])\n"
               "print(json.dumps(model.predict(sys.argv[2:])))\n")
     result = subprocess.run([sys.executable, "-c", script, str(tmp_path / "mlflow_model"), *QUESTIONS],
-                            env=tool_env(), capture_output=True, text=True)
+                            env=tool_env(MLFLOW_ALLOW_PICKLE_DESERIALIZATION="false"), capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+    saved = sorted(path.relative_to(tmp_path / "mlflow_model").as_posix()
+                   for path in (tmp_path / "mlflow_model").rglob("*") if path.is_file())
+    assert not [name for name in saved if name.endswith((".pkl", ".pickle"))], saved
+    assert "answering_model.py" in saved and "model_code_path:" in (tmp_path / "mlflow_model/MLmodel").read_text()
     expected = [{"question": q, "answer": a} for q, a in zip(QUESTIONS, predict(model, vocab, QUESTIONS, 64, 64))]
     assert json.loads(result.stdout.splitlines()[-1]) == expected
     assert json.loads((tmp_path / "mlflow_model/input_example.json").read_text())  # an input example is stored

@@ -9,6 +9,7 @@ lazy so that the CLI starts fast and the data stage also runs in the generation 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 from pathlib import Path
 import sys
@@ -59,6 +60,12 @@ def cmd_dvc_yaml(args) -> None:
 
     atomic_write_text(Path(args.out), generate())
     print(f"dvc.yaml generated from the stage registry -> {args.out}")
+
+
+def cmd_dvc_commit(args) -> int:
+    from tprepro.dvc_commit import commit
+
+    return commit()
 
 
 def cmd_predict(args) -> None:
@@ -125,6 +132,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="-", help="the file to write (default: standard output)")
     p.set_defaults(func=cmd_dvc_yaml, data_parallel=None)
 
+    p = sub.add_parser("dvc-commit", help="record in dvc.lock what Snakemake built (a damaged dvc.lock moved aside)",
+                       description="Record in dvc.lock the outputs Snakemake built, so that `dvc status` agrees "
+                                   "with it; a dvc.lock that DVC cannot read (an interrupted commit) is moved "
+                                   "aside first and every stage recorded again from its outputs, rebuilding nothing.",
+                       epilog="example:\n  tprepro dvc-commit  # what `make dvc-commit` runs",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.set_defaults(func=cmd_dvc_commit, data_parallel=None)
+
     p = sub.add_parser("models", help="every architecture preset with its parameter count",
                        description="List every architecture preset with its parameter count.")
     p.add_argument("--vocab-size", type=int, default=72, help="the paper's 72 symbols by default")
@@ -189,10 +204,22 @@ def main(argv: list[str] | None = None) -> int:
             return REQUEUE_EXIT
 
     if getattr(args, "checkpoints", None):  # a training command: Snakemake requeues only preemption
+        from tprepro.train.folder_lock import FolderBusy, trainer_lock
         from tprepro.train.requeue import run_guarded
 
-        return run_guarded(args.command, Path(args.checkpoints), run,
-                           lambda: errors[-1] if errors else f"exit status of {args.command}")
+        def guarded() -> int:
+            return run_guarded(args.command, Path(args.checkpoints), run,
+                               lambda: errors[-1] if errors else f"exit status of {args.command}")
+
+        if "RANK" in os.environ:  # a data-parallel worker: its launcher holds the folder's lock
+            return guarded()
+        with contextlib.ExitStack() as held:
+            try:
+                held.enter_context(trainer_lock(Path(args.checkpoints)))
+            except FolderBusy as exc:  # refused before anything is read or written, not recorded as a failure
+                print(f"tprepro {args.command}: error: {exc}", file=sys.stderr)
+                return 2
+            return guarded()
     return run()
 
 

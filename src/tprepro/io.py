@@ -15,7 +15,9 @@ import contextlib
 import hashlib
 import os
 import shutil
+import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Iterator, Mapping
 
@@ -180,6 +182,20 @@ def atomic_files(targets: Mapping[str, str | os.PathLike]) -> Iterator[dict[str,
     finally:
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
+
+
+def move_aside(path: str | Path, reason: str, why: str) -> Path:
+    """Rename `path` to `<path>.<reason>-<UTC time>` (never overwriting) and warn naming both files."""
+    path = Path(path)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    target = path.with_name(f"{path.name}.{reason}-{stamp}")
+    n = 1
+    while target.exists():
+        target = path.with_name(f"{path.name}.{reason}-{stamp}-{n}")
+        n += 1
+    path.rename(target)
+    print(f"WARNING: {path}: {why}; moved aside to {target}", file=sys.stderr, flush=True)
+    return target
 
 
 def utc_stamp() -> str:

@@ -307,19 +307,17 @@ def cluster_resources(params: dict, family: str, workflow) -> dict:
 
 
 def start_pipeline_run(params: dict) -> None:
-    """Snakemake's onstart: export the invocation's key (training jobs requeue only on preemption,
-    train/requeue.py; MLflow runs find their parent by it) and open its parent run in every
+    """Snakemake's onstart: export the invocation's key, owned by this process (training jobs requeue
+    only on preemption, train/requeue.py; MLflow runs find their parent by it) and open its parent run in every
     experiment's MLflow experiment (local jobs and SLURM's --export=ALL inherit the key). A key
     already exported (an outer invocation) is kept, and that invocation closes the parents."""
-    import uuid
-
     from tprepro.experiments import experiments, mlflow_experiment
-    from tprepro.invocation import INVOCATION_ENV
+    from tprepro.invocation import INVOCATION_ENV, new_key
     from tprepro.tracking.parents import start_parent_runs
 
     if os.environ.get(INVOCATION_ENV):
         return
-    os.environ[INVOCATION_ENV] = uuid.uuid4().hex
+    os.environ[INVOCATION_ENV] = new_key()
     os.environ[_OWNED_ENV] = "1"
     start_parent_runs([mlflow_experiment(params, name) for name in experiments()])
 

@@ -12,7 +12,7 @@ from tprepro.train.preemption import REQUEUE_EXIT
 
 from training_project import loss_history, make_workspace, start_training, summary, train, weights
 
-pytestmark = pytest.mark.slow  # five `tprepro train` subprocesses
+pytestmark = pytest.mark.slow  # six `tprepro train` subprocesses
 
 STEPS = 240
 
@@ -54,3 +54,16 @@ def test_signal_checkpoints_requeues_and_resume_equals_uninterrupted(workspace, 
     assert expected.keys() == got.keys()
     assert all(torch.equal(expected[k], got[k]) for k in expected)
     assert loss_history(run) == loss_history(workspace / "uninterrupted")  # one MLflow run, same history
+
+
+def test_ctrl_c_checkpoints_as_sigterm_does(workspace):
+    """SIGINT (Ctrl-C) takes SIGTERM's path, whose resume the test above checks: a checkpoint at a step
+    boundary, exit 75, no KeyboardInterrupt."""
+    run = workspace / "SIGINT"
+    process = start_training(workspace, run)
+    wait_for(run / "checkpoints" / "checkpoint.pt", process)
+    process.send_signal(signal.SIGINT)
+    out, _ = process.communicate(timeout=300)
+    assert process.returncode == REQUEUE_EXIT, out[-4000:]
+    assert "stopped by SIGINT" in out and "KeyboardInterrupt" not in out
+    assert 10 <= load_checkpoint(run / "checkpoints" / "checkpoint.pt")["step"] < STEPS

@@ -14,18 +14,46 @@ import pytest
 from helpers import REPO, copy_project, tool_env
 
 
-@pytest.mark.parametrize("stamp, kept", [("/somewhere/else", False), (None, True)])
-def test_make_rebuilds_a_venv_made_for_another_folder(tmp_path, stamp, kept):
-    root = tmp_path / "copy"
+def venvs_made_for(root: Path, stamp: str) -> None:
+    """A checkout at `root` whose two venvs' stamps name `stamp` (another folder: a copied checkout)."""
     root.mkdir()
     shutil.copy(REPO / "Makefile", root / "Makefile")
-    for venv in (".venv", ".venv-gen"):
+    (root / "pyproject.toml").touch()
+    (root / "requirements").mkdir()
+    (root / "requirements" / "generate.txt").touch()
+    for venv in VENVS:
         (root / venv).mkdir()
         (root / venv / "marker").write_text("made elsewhere")
-        (root / venv / ".installed").write_text(f"{stamp or root}\n")
-    subprocess.run(["make", "-n", "install"], cwd=root, capture_output=True, text=True)  # parsing decides
-    for venv in (".venv", ".venv-gen"):
+        (root / venv / ".installed").write_text(f"{stamp}\n")  # newer than pyproject.toml: up to date, but elsewhere
+    (root / ".dvc").mkdir()
+    (root / ".dvc" / "offline_plots.html").touch()  # newer than .venv/.installed
+
+
+VENVS = (".venv", ".venv-gen")
+
+
+@pytest.mark.parametrize("command", [["make", "-n", "install"], ["make", "help"], ["make", "-n", "run"]])
+def test_make_deletes_no_venv_for_a_dry_run_or_help(tmp_path, command):
+    root = tmp_path / "copy"
+    venvs_made_for(root, "/somewhere/else")
+    listing = subprocess.run(command, cwd=root, capture_output=True, text=True).stdout
+    assert all((root / venv / "marker").exists() for venv in VENVS)
+    if "-n" in command:  # the dry run shows the deletion it would do, with its message
+        for venv in VENVS:
+            assert f"{venv} was made for /somewhere/else: deleting it to make it anew here" in listing
+
+
+@pytest.mark.parametrize("stamp, kept", [("/somewhere/else", False), (None, True)])
+def test_make_install_rebuilds_a_venv_made_for_another_folder_and_says_so(tmp_path, stamp, kept):
+    """The real install, stopped right after the deletion by a PYTHON that fails (no 2 GB download)."""
+    root = tmp_path / "copy"
+    venvs_made_for(root, stamp or str(root))
+    made = subprocess.run(["make", "-k", "install", "PYTHON=false"], cwd=root, capture_output=True, text=True)
+    for venv in VENVS:
         assert (root / venv / "marker").exists() == kept, venv
+        said = f"{venv} was made for {stamp}: deleting it to make it anew here" in made.stdout
+        assert said == (not kept), made.stdout + made.stderr
+    assert made.returncode == (0 if kept else 2)  # up to date here; made anew (and failed) elsewhere
 
 
 def test_tprepro_warns_when_it_runs_another_checkouts_code(tmp_path):

@@ -3,7 +3,9 @@ answers as `tprepro predict --model-dir` does (evaluate/answering.py), on a list
 
 The pyfunc model carries the model directory (model.pt, train_metrics.json) as its artifact and the
 codec kind of the model (data/codecs.py) in its model config, so loading it needs the installed
-tprepro only, and no experiment has to be listed first.
+tprepro only, and no experiment has to be listed first. It is saved as code (MLflow's models-from-code,
+evaluate/answering_model.py), not as a pickled object: loading it unpickles nothing (model.pt is read
+with weights_only).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from tprepro.pipeline import MODEL_FILE
 
 ARTIFACT = "model"  # the name of a run's logged model: runs:/<run id>/model
 FILES = "tprepro_model"  # its artifact holding the model directory: artifacts/tprepro_model/model.pt
+MODEL_CODE = Path(__file__).with_name("answering_model.py")  # the model as code: set_model(AnsweringModel())
 
 
 class AnsweringModel(mlflow.pyfunc.PythonModel):
@@ -48,7 +51,7 @@ def save_answering_model(model_dir: Path, codec, example: str, path: Path) -> No
         files = Path(tmp) / FILES  # MLflow names an artifact's folder after its source: the same name for every run
         shutil.copytree(model_dir, files)
         mlflow.pyfunc.save_model(
-            path, python_model=AnsweringModel(), artifacts={FILES: str(files)},
+            path, python_model=str(MODEL_CODE), artifacts={FILES: str(files)},
             model_config={"codec_kind": asdict(kind_of(codec))},
             input_example=[example],
             pip_requirements=[f"tprepro=={__version__}", f"torch=={torch.__version__.split('+')[0]}"],

@@ -4,27 +4,20 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
-from pathlib import Path
+from datetime import datetime, timezone
 
-from tprepro.invocation import INVOCATION_ENV
+from tprepro.invocation import INVOCATION_ENV, group_key, owner_alive
 from tprepro.tracking.provenance import source_tags
 from tprepro.tracking.store import (Experiment, INVOCATION_TAG, store_lock, as_experiment, client_and_experiment,
                                     describe_store, first_line, local_uri, server_unreachable, tracking_uri, warn)
 
+CLOSED_TAG = "tprepro.closed"  # on a parent run a later invocation closed: when and why
+
 
 def invocation_key() -> str:
-    """This pipeline invocation: the key Snakemake's onstart exported, else host, process group and
-    the group leader's start time (all stages of one `dvc repro` share it)."""
-    exported = os.environ.get(INVOCATION_ENV)
-    if exported:
-        return exported
-    group = os.getpgrp()
-    try:
-        started = Path(f"/proc/{group}/stat").read_text().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        started = "?"
-    return f"{socket.gethostname()}:{group}:{started}"
+    """This pipeline invocation: the key Snakemake's onstart exported, else the process group's
+    (host, group leader and its start time: all stages of one `dvc repro` share it)."""
+    return os.environ.get(INVOCATION_ENV) or group_key()
 
 
 def _find_parent(client, experiment_id: str):
@@ -41,8 +34,29 @@ def parent_run_id(client, experiment_id: str) -> str:
         found = _find_parent(client, experiment_id)
         if found is not None:
             return found.info.run_id
+        close_abandoned_parents(client, experiment_id)
         return client.create_run(experiment_id, run_name="pipeline",
                                  tags={INVOCATION_TAG: invocation_key(), **source_tags()}).info.run_id
+
+
+def close_abandoned_parents(client, experiment_id: str) -> list[str]:
+    """Mark KILLED the parent runs left RUNNING by invocations whose process is gone (killed, so that no
+    onsuccess/onerror closed them), tagged with when and why (CLOSED_TAG); the ids closed. A parent whose
+    invocation still runs, or whose owner this host cannot check (another host), stays open."""
+    closed = []
+    for run in client.search_runs([experiment_id], filter_string="attributes.status = 'RUNNING'", max_results=1000):
+        key = run.data.tags.get(INVOCATION_TAG)
+        if key is None or key == invocation_key() or owner_alive(key) is not False:
+            continue
+        host, pid = key.split(":")[:2]
+        now = datetime.now(timezone.utc)
+        client.set_tag(run.info.run_id, CLOSED_TAG,
+                       f"{now.isoformat(timespec='seconds')}: closed by invocation {invocation_key()}: the process "
+                       f"of its own invocation (pid {pid} on {host}) had ended without closing it (killed, or a "
+                       f"stage run alone)")
+        client.set_terminated(run.info.run_id, "KILLED", end_time=int(now.timestamp() * 1000))
+        closed.append(run.info.run_id)
+    return closed
 
 
 def start_parent_runs(experiments: list[Experiment]) -> None:

@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import io
-import sys
-import time
 from pathlib import Path
 
 import torch
 
 from tprepro.errors import TpreproError
-from tprepro.io import atomic_path
+from tprepro.io import atomic_path, move_aside  # noqa: F401 (moved to io; the trainer imports it here)
 
 FORMAT = "tprepro-checkpoint/1"
 
@@ -72,17 +70,3 @@ def load_checkpoint(path: str | Path) -> dict:
     if not isinstance(payload, dict):
         raise CheckpointError(f"{path}: unreadable checkpoint (payload is {type(payload).__name__}, not a dict)")
     return payload
-
-
-def move_aside(path: str | Path, reason: str, why: str) -> Path:
-    """Rename `path` to `<path>.<reason>-<UTC time>` (never overwriting) and warn naming both files."""
-    path = Path(path)
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    target = path.with_name(f"{path.name}.{reason}-{stamp}")
-    n = 1
-    while target.exists():
-        target = path.with_name(f"{path.name}.{reason}-{stamp}-{n}")
-        n += 1
-    path.rename(target)
-    print(f"WARNING: {path}: {why}; moved aside to {target}", file=sys.stderr, flush=True)
-    return target

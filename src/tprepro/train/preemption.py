@@ -1,4 +1,4 @@
-"""Preemption: SIGTERM or SLURM's early-warning signal ends training cleanly, to be resumed.
+"""Preemption: SIGTERM, SLURM's early-warning signal or Ctrl-C (SIGINT) ends training cleanly, to be resumed.
 
 A handler only sets a flag. The trainer looks at it at the next step boundary,
 writes its checkpoint atomically and raises `Preempted`; `tprepro train` then
@@ -20,7 +20,7 @@ from types import FrameType
 
 # EX_TEMPFAIL from sysexits.h: "try again later". Distinct from 0, 1 (crash) and 2 (bad input).
 REQUEUE_EXIT = 75
-SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
+SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT)  # SIGINT: Ctrl-C, no KeyboardInterrupt
 
 
 class Preempted(Exception):
@@ -34,7 +34,7 @@ class Preempted(Exception):
 
 
 class PreemptionFlag:
-    """Context manager: while active, SIGTERM/SIGUSR1 set `signum` instead of killing the process."""
+    """Context manager: while active, SIGTERM/SIGUSR1/SIGINT set `signum` instead of stopping the process."""
 
     def __init__(self):
         self.signum: int | None = None

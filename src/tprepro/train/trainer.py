@@ -12,7 +12,7 @@ A checkpoint at the final step is a finished run: `fit()` returns its summary
 (last loss, timing) without training. A non-finite loss or weight stops
 training with `Diverged` before anything non-finite is written.
 
-SIGTERM or SIGUSR1 stop training at the next step boundary with a checkpoint
+SIGTERM, SIGUSR1 or SIGINT (Ctrl-C) stop training at the next step boundary with a checkpoint
 (train/preemption.py). With several processes (train/distributed.py) the model
 is wrapped in DistributedDataParallel, each rank trains on its slice of the
 global batch, and rank 0 alone writes checkpoints and reports to callbacks.

@@ -1,0 +1,93 @@
+"""Parent runs left RUNNING by a killed invocation: the next invocation marks them KILLED, with when and
+why; those of an invocation still running stay open. Real Snakemake invocations, a real kill -9, one
+real MLflow store (issue 37)."""
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import REPO, tool_env
+
+pytestmark = pytest.mark.slow  # three Snakemake invocations
+
+SNAKEFILE = """
+P = {{"mlflow": {{"prefix": "parents", "log_models": True}}}}
+include: "{rules}/mlflow.smk"
+
+rule all:
+    output: "key.txt"
+    shell: "echo $TPREPRO_INVOCATION > {{output}}.tmp && mv {{output}}.tmp {{output}} && sleep {seconds}"
+"""
+EXPERIMENTS = 4  # mathematics, n2f, summarization, two-variable: one parent each
+
+
+def invocation(root: Path, store: Path, seconds: int) -> subprocess.Popen:
+    """Snakemake in `root` (its own session, so that killing it kills its job too) on the shared store."""
+    root.mkdir()
+    (root / "Snakefile").write_text(SNAKEFILE.format(rules=REPO / "workflow" / "rules", seconds=seconds))
+    return subprocess.Popen([sys.executable, "-m", "snakemake", "--cores", "1"], cwd=root,
+                            env=tool_env(MLFLOW_TRACKING_URI=f"sqlite:///{store}"), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
+def started(root: Path, process: subprocess.Popen, timeout: float = 300) -> str:
+    """The invocation's key, once its parents are open and its job runs."""
+    deadline = time.monotonic() + timeout
+    while not (root / "key.txt").exists():
+        assert process.poll() is None, process.communicate()[0][-3000:]
+        assert time.monotonic() < deadline, "the job never started"
+        time.sleep(0.2)
+    return (root / "key.txt").read_text().strip()
+
+
+def parents(store: Path, key: str) -> list[tuple[str, str, str | None]]:
+    """(status, lifecycle stage, tprepro.closed tag) of invocation `key`'s parent runs."""
+    with sqlite3.connect(store) as db:
+        return db.execute("SELECT r.status, r.lifecycle_stage, c.value FROM runs r"
+                          " JOIN tags t ON t.run_uuid = r.run_uuid AND t.key = 'tprepro.invocation'"
+                          " LEFT JOIN tags c ON c.run_uuid = r.run_uuid AND c.key = 'tprepro.closed'"
+                          " WHERE t.value = ?", (key,)).fetchall()
+
+
+def test_the_next_invocation_closes_the_parents_of_a_killed_one_and_not_of_a_live_one(tmp_path):
+    store = tmp_path / "mlflow.db"
+    killed = invocation(tmp_path / "killed", store, seconds=600)
+    alive = None
+    try:
+        killed_key = started(tmp_path / "killed", killed)
+        alive = invocation(tmp_path / "alive", store, seconds=600)
+        alive_key = started(tmp_path / "alive", alive)
+        os.killpg(killed.pid, signal.SIGKILL)  # Snakemake and its job: no onerror runs
+        killed.wait(timeout=60)
+        assert parents(store, killed_key) == [("RUNNING", "active", None)] * EXPERIMENTS
+
+        following = invocation(tmp_path / "next", store, seconds=0)
+        out, _ = following.communicate(timeout=600)
+        assert following.returncode == 0, out[-3000:]
+        next_key = (tmp_path / "next" / "key.txt").read_text().strip()
+
+        closed = parents(store, killed_key)
+        assert [status for status, _, _ in closed] == ["KILLED"] * EXPERIMENTS
+        host, pid = killed_key.split(":")[:2]
+        assert pid == str(killed.pid)
+        for _, _, why in closed:  # when, by whom and why
+            assert why.startswith(time.strftime("%Y-%m-%dT", time.gmtime()))
+            assert f"closed by invocation {next_key}" in why
+            assert f"(pid {pid} on {host}) had ended without closing it" in why
+        with sqlite3.connect(store) as db:
+            ends = db.execute("SELECT end_time FROM runs r JOIN tags t ON t.run_uuid = r.run_uuid"
+                              " WHERE t.key = 'tprepro.invocation' AND t.value = ?", (killed_key,)).fetchall()
+        assert all(end is not None for (end,) in ends)
+        assert parents(store, alive_key) == [("RUNNING", "active", None)] * EXPERIMENTS  # still running: left open
+        assert alive.poll() is None
+    finally:
+        for process in (killed, alive):
+            if process is not None and process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=60)
