@@ -10,8 +10,9 @@ A job's seconds are its CPU seconds (user + system, its children included): what
 its own, which a run with as many cores as jobs gives it, and what other work on the machine changes
 least. Per stage: jobs of fixed work, their median; jobs of counted work (Work.unit: problems made or
 read, samples trained, problems decoded, per preset where a model runs), a fixed part plus seconds per
-item: fitted by least squares where the run had two or more sizes, else the fixed part is the median
-of the run's fixed jobs (the start-up every job pays: imports, MLflow) and the rest is per item.
+item: fitted by least squares where the run had two or more sizes, else the fixed part is the start-up
+every job pays (the median of the lightest fixed stage's jobs: imports) and the rest is per item, so
+that a bigger configuration scales all of it (an overestimate by at most that start-up per item count).
 Generated data also gets its bytes per item on disk (the job's output folders under --run-dir).
 """
 
@@ -80,8 +81,11 @@ def main(argv: list[str] | None = None) -> int:
                   f"{' '.join(record['argv'][:3])})", file=sys.stderr)
             continue
         measured.append((job, work(params, job.stage, job.values), record["cpu_s"]))
-    fixed_jobs = [seconds for _, done, seconds in measured if done.kind == "fixed"]
-    startup = statistics.median(fixed_jobs)
+    fixed_jobs: dict[str, list[float]] = {}
+    for job, done, seconds in measured:
+        if done.kind == "fixed":
+            fixed_jobs.setdefault(job.stage, []).append(seconds)
+    startup = min(statistics.median(seconds) for seconds in fixed_jobs.values())  # the lightest fixed stage's jobs
     stages: dict = {}
     for stage in dict.fromkeys(job.stage for job, _, _ in measured):
         mine = [(job, done, seconds) for job, done, seconds in measured if job.stage == stage]
