@@ -9,7 +9,8 @@ seconds), then:
 A job's seconds are its CPU seconds (user + system, its children included): what it takes on a core of
 its own, which a run with as many cores as jobs gives it, and what other work on the machine changes
 least. Per stage: jobs of fixed work, their median; jobs of counted work (Work.unit: problems made or
-read, samples trained, problems decoded, per preset where a model runs), a fixed part plus seconds per
+read, samples trained, problems decoded; per preset where a model runs, per Mathematics module where
+one is generated), a fixed part plus seconds per
 item: fitted by least squares where the run had two or more sizes, else the fixed part is the start-up
 every job pays (the median of the lightest fixed stage's jobs: imports) and the rest is per item, so
 that a bigger configuration scales all of it (an overestimate by at most that start-up per item count).
@@ -99,14 +100,20 @@ def main(argv: list[str] | None = None) -> int:
                 entry["per_preset"][preset] = per_item
                 entry["fixed_s"] = round(min(entry.get("fixed_s", fixed), fixed), 3)
             stages[stage] = entry
+        elif mine[0][1].module is not None:  # Mathematics data: generators differ in speed by module
+            fixed, _ = fit([(d.items, s) for _, d, s in mine], startup)  # one fixed part, a rate per module
+            per_module = {module: statistics.median(max(0.0, s - fixed) / d.items for _, d, s in mine if d.module == module)
+                          for module in dict.fromkeys(done.module for _, done, _ in mine)}
+            stages[stage] = {"item": mine[0][1].unit, "fixed_s": round(fixed, 3), "per_module": per_module,
+                             "jobs": len(mine)}
         else:
             fixed, per_item = fit([(d.items, s) for _, d, s in mine], startup)
             stages[stage] = {"item": mine[0][1].unit, "fixed_s": round(fixed, 3), "seconds_per_item": per_item,
                              "jobs": len(mine)}
-            if kind == "generate":
-                sizes = [sum(folder_bytes(Path(args.run_dir) / out) for out in job.outputs) / done.items
-                         for job, done, _ in mine]
-                stages[stage]["bytes_per_item"] = round(statistics.median(sizes), 1)
+        if kind == "generate":
+            sizes = [sum(folder_bytes(Path(args.run_dir) / out) for out in job.outputs) / done.items
+                     for job, done, _ in mine]
+            stages[stage]["bytes_per_item"] = round(statistics.median(sizes), 1)
     record = {"schema": "tprepro.stage_rates/1", "device_kind": args.device_kind, "device": cpu_name(),
               "commit": args.commit, "date": datetime.date.today().isoformat(), "source": args.source,
               "seconds": "CPU seconds (user + system) per job", "startup_s": round(startup, 3), "stages": stages}

@@ -36,8 +36,12 @@ def test_a_runs_records_become_stage_rates(tmp_path):
                              "--out", str(out)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     rates = read_stage_rates(out)
-    data = rates.stages["data"]  # two sizes (2,000 and 150 problems): fitted
-    assert data["fixed_s"] == pytest.approx(2.0) and data["seconds_per_item"] == pytest.approx(0.001)
+    data = rates.stages["data"]  # two sizes (2,000 and 150 problems): fitted; a rate per module
+    assert data["fixed_s"] == pytest.approx(2.0)
+    assert data["per_module"] == pytest.approx({module: 0.001 for module in
+                                                [*params["grid"]["modules"], *params["grid"]["extrapolation_modules"]]})
+    assert rates.rate("data", None, "numbers__place_value").seconds_per_item == pytest.approx(0.001)
+    assert rates.rate("data", None, "algebra__linear_1d") is None  # not measured: the plan says so
     assert data["bytes_per_item"] == pytest.approx(100.0)
     assert rates.stages["split-index"]["fixed_s"] == pytest.approx(0.5)
     train = rates.stages["train"]  # one size per preset: the start-up (split-index's 0.5 s) fixed, the rest per sample

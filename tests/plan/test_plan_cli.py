@@ -31,8 +31,9 @@ def test_every_shipped_configuration_is_priced(config):
         assert totals["unmeasured"] == 0, [j["rule"] for j in plan["jobs"] if j["status"] == "unmeasured"]
         assert {job["device"] for job in plan["jobs"]} == {"cpu"}
         assert 0 < totals["critical_path_s"] <= totals["wall_s"] <= totals["cpu_hours"] * 3600
-    else:
-        assert all(j["status"] != "unmeasured" for j in plan["jobs"] if j["rule"] == "data")
+    else:  # generated at paper scale: the measured modules' rates, the others' extrapolated from them
+        data = [j for j in plan["jobs"] if j["rule"] == "data"]
+        assert {j["status"] for j in data} == {"measured", "extrapolated"} and len(data) == 239
 
 
 def test_the_table_names_each_rule_and_the_totals():
@@ -77,7 +78,7 @@ def test_the_plan_of_paper_yaml_and_snakemakes_slurm_dry_run_have_the_same_jobs_
             continue
         assert int(resources["runtime"]) == job["runtime_min"], job["rule"]
         derived += "estimate" in job["runtime_source"]
-    assert derived > 200  # the data jobs at least take theirs from the plan
+    assert derived >= 2  # vocab and tables take theirs from the plan
 
 
 def test_actual_compares_the_recorded_runs_with_the_estimate(tmp_path):

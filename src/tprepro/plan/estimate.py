@@ -95,9 +95,18 @@ def estimate(measurements: Measurements, kind: str, stage: str, work: Work) -> E
         return Estimate(None, "its size is in release files, not in the params", disk)
     if work.preset is None:
         rates = measurements.stage_rates.get(kind)
-        rate = rates.rate(stage, None) if rates else None
+        rate = rates.rate(stage, None, work.module) if rates else None
+        measured_modules = rates.stages.get(stage, {}).get("per_module") if rates else None
+        if rate is None and measured_modules and work.items is not None:
+            import statistics
+
+            per_item = statistics.median(measured_modules.values())
+            return Estimate(rates.stages[stage]["fixed_s"] + per_item * work.items,
+                            f"extrapolated from the median of {len(measured_modules)} modules measured in a pipeline "
+                            f"run on {kind} ({rates.commit}, {rates.date}); module {work.module} not measured", disk)
         if rate is None:
-            return Estimate(None, f"unmeasured: no {stage} job measured on {kind}", disk)
+            what = f"module {work.module}" if work.module and rates and stage in rates.stages else f"{stage} job"
+            return Estimate(None, f"unmeasured: no {what} measured on {kind}", disk)
         seconds = rate.fixed_s + rate.seconds_per_item * (work.items or 0)
         return Estimate(seconds, f"{stage} in a pipeline run on {kind} ({rates.commit}, {rates.date})", disk)
     measured = _measured(measurements, kind, stage, work, work.preset)

@@ -35,7 +35,7 @@ def _work(planned: PlannedJob) -> str:
         return "fixed"
     items = "?" if done.items is None else f"{done.items:,}"
     text = f"{items} {done.unit}"
-    return f"{text} ({done.steps:,} x {done.batch_size})" if done.kind == "train" else text
+    return f"{text} ({done.steps:,} x {done.batch_size:,})" if done.kind == "train" else text
 
 
 def _source(group: list[PlannedJob]) -> str:
@@ -48,7 +48,7 @@ def table(plan: Plan, per_job: bool = False) -> str:
     groups: dict[str, list[PlannedJob]] = defaultdict(list)
     for planned in plan.jobs:
         groups[planned.job.name if per_job else planned.job.rule].append(planned)
-    header = f"{'job' if per_job else 'rule':<34} {'n':>4} {'work per job':<40} {'device':<7} {'per job':>11} " \
+    header = f"{'job' if per_job else 'rule':<34} {'n':>4} {'work per job':<46} {'device':<7} {'per job':>11} " \
              f"{'all':>11} {'disk':>9} {'SLURM min':>9}  source"
     lines = [f"plan of {plan.params_path}", header, "-" * len(header)]
     for name, group in groups.items():
@@ -60,7 +60,7 @@ def table(plan: Plan, per_job: bool = False) -> str:
         runtimes = {p.runtime for p in group}
         runtime = "local" if first.job.family is None else "/".join(str(r) if r else "-" for r in sorted(
             runtimes, key=lambda r: r or 0))
-        lines.append(f"{name[:34]:<34} {len(group):>4} {_work(first)[:40]:<40} {first.device:<7} {per:>11} "
+        lines.append(f"{name[:34]:<34} {len(group):>4} {_work(first)[:46]:<46} {first.device:<7} {per:>11} "
                      f"{duration(known):>11} {size(disk) if first.work.kind in ('generate', 'train') else '':>9} "
                      f"{runtime:>9}  {_source(group)}")
         for note in dict.fromkeys(p.note for p in group if p.note):

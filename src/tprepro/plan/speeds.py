@@ -49,14 +49,19 @@ class StageRates:
     commit: str
     date: str
     source: str  # the run measured
-    stages: dict  # stage -> {"fixed_s", "seconds_per_item"} or {"fixed_s", "per_preset": {preset: seconds_per_item}}
+    stages: dict  # stage -> {"fixed_s", "seconds_per_item"}, or {"fixed_s", "per_preset" (or "per_module"): {name: seconds_per_item}}
     path: str
 
-    def rate(self, stage: str, preset: str | None) -> StageRate | None:
-        """Stage `stage`'s rate (for `preset`, where its jobs run a model), None if not measured."""
+    def rate(self, stage: str, preset: str | None, module: str | None = None) -> StageRate | None:
+        """Stage `stage`'s rate (for `preset`, where its jobs run a model; for `module`, where its rate was
+        measured per Mathematics module), None if not measured."""
         entry = self.stages.get(stage)
         if entry is None:
             return None
+        if "per_module" in entry:
+            if module not in entry["per_module"]:
+                return None
+            return StageRate(entry["fixed_s"], entry["per_module"][module])
         if "per_preset" in entry:
             if preset not in entry["per_preset"]:
                 return None
@@ -102,7 +107,8 @@ def read_stage_rates(path: Path) -> StageRates:
     if not isinstance(stages, dict):
         raise TpreproError(f"{path}: stages: expected a mapping of stage -> rates")
     for stage, entry in stages.items():
-        numbers = [entry.get("fixed_s"), entry.get("seconds_per_item", 0.0), *entry.get("per_preset", {}).values()] \
+        numbers = [entry.get("fixed_s"), entry.get("seconds_per_item", 0.0), *entry.get("per_preset", {}).values(),
+                   *entry.get("per_module", {}).values()] \
             if isinstance(entry, dict) else [None]
         if not all(isinstance(n, (int, float)) and n >= 0 for n in numbers):
             raise TpreproError(f"{path}: stages.{stage}: expected fixed_s and seconds_per_item (or per_preset), "

@@ -18,6 +18,7 @@ class Work:
     batch_size: int | None = None
     checkpoints: int | None = None  # train: checkpoints written (also the learning curve's points)
     max_requeues: int | None = None  # train: Snakemake re-runs of a preempted (or timed-out) job
+    module: str | None = None  # generate: the Mathematics module (generators differ in speed by module)
 
     @property
     def unit(self) -> str:
@@ -38,7 +39,8 @@ def _preset(models: dict, name: str) -> str:
 def _mathematics_data(params: dict, item: dict) -> Work:
     split = item.get("split", "extrapolate")
     data = params["data"]
-    return Work("generate", data["train_per_module"] if split.startswith("train") else data["test_per_module"])
+    count = data["train_per_module"] if split.startswith("train") else data["test_per_module"]
+    return Work("generate", count, module=item.get("module", item.get("item")))
 
 
 def _mathematics_vocab(params: dict, item: dict) -> Work:
