@@ -26,28 +26,11 @@ from torch.utils.flop_counter import FlopCounterMode
 from tprepro.data.batching import Batch
 from tprepro.models.registry import resolve_model_config
 from tprepro.models.registry import arch_task, build_model
+from tprepro.train.throughput import matmul_peak, synchronize
 from tprepro.train.trainer import count_parameters, optimizer_step, pick_device
 
 PAD, VOCAB = 0, 72  # the paper's 72 symbols
 N2F_SIZES = {"vocab_size": 6000, "n_relations": 55, "n_arguments": 70}  # MathQA dev: 5,999 words, 51 / 70
-
-
-def matmul_peak(device: torch.device, n: int = 1024, repeats: int = 20) -> float:
-    """Best FLOP/s of an n x n float32 matmul on `device`."""
-    a, b = torch.randn(n, n, device=device), torch.randn(n, n, device=device)
-    best = float("inf")
-    for _ in range(repeats):
-        _sync(device)
-        start = time.perf_counter()
-        a @ b
-        _sync(device)
-        best = min(best, time.perf_counter() - start)
-    return 2 * n**3 / best
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize()
 
 
 def random_batch(batch_size: int, src_len: int, tgt_len: int, device: torch.device) -> Batch:
@@ -85,10 +68,10 @@ def measure(preset: str, args, device: torch.device, peak: float) -> dict:
         step()
     times = []
     for _ in range(args.steps):
-        _sync(device)
+        synchronize(device)
         start = time.perf_counter()
         step()
-        _sync(device)
+        synchronize(device)
         times.append(time.perf_counter() - start)
     seconds = statistics.median(times)
     tokens = args.batch_size * (args.src_len + args.tgt_len)
@@ -119,7 +102,7 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     device = pick_device(args.device)
 
-    peak = matmul_peak(device)
+    peak = matmul_peak(device, torch.float32, n=1024)
     rows = [measure(preset, args, device, peak) for preset in args.presets]
 
     print(f"device {device}, torch threads {torch.get_num_threads()}, matmul peak {peak / 1e9:.1f} GFLOP/s; "

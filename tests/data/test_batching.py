@@ -164,3 +164,38 @@ def test_collate_shapes_and_specials():
     assert batch.tgt_out.tolist() == [[4, 5, 2], [5, 2, 0]]
     assert batch.n_tokens == 5
     assert vocab.decode([4, 5, 2, 4]) == "12" and vocab.encode("z") == [vocab.unk_id]
+
+
+def padding_share(stream, vocab, batches: int = 60) -> float:
+    """Padded positions over all positions in the first `batches` batches (source and target)."""
+    pad = total = 0
+    for _, batch in zip(range(batches), stream):
+        for tensor in (batch.src, batch.tgt_out):
+            pad += int((tensor == vocab.pad_id).sum())
+            total += tensor.numel()
+    return pad / total
+
+
+def test_padding_falls_from_random_batches_to_pools_to_buckets(tmp_path, generate_python, monkeypatch):
+    """The padding each batch order costs, on the real generator's problems of several modules."""
+    from tprepro.data.shards import open_dataset
+    from tprepro.data.vocab import build_vocab
+    from tprepro.experiments.mathematics.data_stage import run_data_stage
+
+    monkeypatch.setenv("TPREPRO_GENERATE_PYTHON", generate_python)
+    settings = {"source": "generate", "release_root": None, "seed": 1, "train_per_module": 120,
+                "test_per_module": 1, "rows_per_shard": 60}
+    datasets = []
+    for module in ("algebra__linear_1d", "numbers__place_value", "calculus__differentiate"):
+        run_data_stage("train-easy", module, tmp_path / module, settings)
+        datasets.append(open_dataset(tmp_path / module))
+    vocab = build_vocab(datasets)
+
+    def order(**options):
+        return padding_share(BatchStream([d.files for d in datasets], vocab, batch_size=8, bucket_width=8, seed=2,
+                                         shuffle_buffer=64, read_rows=32, **options), vocab)
+
+    random_batches, pools, buckets = order(pool_batches=1), order(pool_batches=8), order(batching="buckets")
+    assert random_batches > 0.3  # three modules of very different lengths in one batch
+    assert pools < 0.75 * random_batches
+    assert buckets < pools

@@ -57,8 +57,15 @@ class Batch:
     tgt_out: torch.Tensor  # [B, T] answer + end, padded
     n_tokens: int  # non-pad target units (tokens, or tuples)
 
-    def to(self, device: torch.device) -> "Batch":
-        return Batch(self.src.to(device), self.tgt_in.to(device), self.tgt_out.to(device), self.n_tokens)
+    def to(self, device: torch.device, non_blocking: bool = False) -> "Batch":
+        """On `device`; `non_blocking` copies from pinned memory overlap the work queued before them."""
+        return Batch(*(t.to(device, non_blocking=non_blocking) for t in (self.src, self.tgt_in, self.tgt_out)),
+                     self.n_tokens)
+
+    @property
+    def positions(self) -> int:
+        """Source and target positions the step computes, padding included."""
+        return self.src.numel() + self.tgt_out.shape[0] * self.tgt_out.shape[1]
 
 
 def count_targets(tgt_out: torch.Tensor, pad_id: int) -> int:

@@ -11,7 +11,7 @@ from typing import Any
 
 from tprepro.errors import TpreproError, unknown
 
-INITS = ("authors", "paper_literal", "pytorch")  # models/initialisation.py
+INITS = ("authors", "authors_xavier", "paper_literal", "pytorch")  # models/initialisation.py
 RENAMED_INITS = {"paper": "paper_literal"}  # names stored in models exported before the rename
 
 
@@ -34,7 +34,7 @@ class ModelConfig:
     binding: str = "continuous_role"  # binding registry: "identity" (Transformer) | "continuous_role" (Eq. 3, 6)
     role_embedding: bool = True  # Eq. 2: z_0 = e ⊙ (W^(p) e + b^(p)) instead of z_0 = e
     max_positions: int = 512  # longest source or target sequence (rows of the sinusoidal table)
-    init: str = "authors"  # initialisation.py: "authors" (their released code) | "paper_literal" | "pytorch"
+    init: str = "authors"  # initialisation.py: "authors" (their model files) | "authors_xavier" | "paper_literal" | "pytorch"
     n_roles: int = 50  # N_r: role-dictionary size of discrete_role (TPT-d; paper: 50) and TP-N2F's n_R
     d_role: int = 64  # d_r: role width of discrete_role (= d_model / n_heads), full_tensor and TP-N2F's d_R
     family: Any = None  # the arch family's own settings (registry.register_arch's `family`); None: none

@@ -34,14 +34,17 @@ import torch.nn.functional as F
 
 from tprepro.params import TrainConfig
 from tprepro.data.batching import Batch, BatchStream
+from tprepro.data.prefetch import Prefetcher
 from tprepro.models.config import ModelConfig
 from tprepro.models.interfaces import AuxiliaryLoss, Codec, TargetLoss
 from tprepro.models.registry import build_model
 from tprepro.errors import TpreproError
 from tprepro.train.callbacks import Callback
 from tprepro.train.checkpoint import CheckpointError, load_checkpoint, move_aside, save_checkpoint
+from tprepro.train.compiling import compile_cache_dir, compile_model, mark_dynamic_lengths
 from tprepro.train.distributed import World, shard_batch
 from tprepro.train.preemption import Preempted, PreemptionFlag
+from tprepro.train.throughput import flops_per_position, matmul_peak
 
 
 def pick_device(name: str, local_rank: int = 0) -> torch.device:
@@ -102,11 +105,13 @@ FINGERPRINT_DEFAULTS = {"optimizer": "adam", "schedule": "constant", "batching":
 
 
 def make_optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
-    """`train.optimizer`: Adam (lr, betas) or torch's Adafactor (lr: the cap of its relative step size)."""
+    """`train.optimizer`: Adam (lr, betas) or torch's Adafactor (lr: the cap of its relative step size).
+    Build it once the model is on its device (fused Adam on CUDA)."""
     if config.optimizer == "adafactor":
         return torch.optim.Adafactor(model.parameters(), lr=config.lr)
-    if config.optimizer == "adam":
-        return torch.optim.Adam(model.parameters(), lr=config.lr, betas=tuple(config.betas))
+    if config.optimizer == "adam":  # on CUDA torch's fused kernel: one launch for every parameter's update
+        fused = all(p.is_cuda for p in model.parameters()) or None
+        return torch.optim.Adam(model.parameters(), lr=config.lr, betas=tuple(config.betas), fused=fused)
     raise TpreproError(f"train.optimizer: unknown optimizer {config.optimizer!r}; known: adam, adafactor")
 
 
@@ -127,19 +132,15 @@ def scheduled_lr(config: TrainConfig, step: int) -> float:
 
 # Settings that may change between a run and its resumption (e.g. extending `steps`).
 _RESUMABLE_CHANGES = ("steps", "checkpoint_every", "log_every", "device", "threads",
-                      "amp", "compile", "processes", "max_requeues")
+                      "amp", "compile", "processes", "max_requeues", "prefetch")
 
 
-def optimizer_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, batch: Batch,
-                   pad_id: int, grad_clip: float, token_weight: float | None = None,
-                   amp: bool = False) -> torch.Tensor:
-    """Forward, loss, backward, clip, update: the hot path (benchmarks/train_throughput.py times it).
-
-    The loss is the mean over the batch's target tokens. Data-parallel ranks pass
-    `token_weight` = world size / global-batch tokens instead: the summed token loss
-    of their slice times that weight, once DDP averages the gradients, is the
-    single-process gradient of the global batch. `amp` runs forward and loss
-    under bf16 autocast.
+def batch_loss(model: torch.nn.Module, batch: Batch, pad_id: int, token_weight: float | None = None,
+               amp: bool = False) -> torch.Tensor:
+    """The loss of `batch`: the mean over its target tokens, or with `token_weight` (data-parallel ranks:
+    world size / global-batch tokens) that weight times the summed token loss of this slice, so that once
+    DDP averages the gradients they are the single-process gradient of the global batch. `amp` runs
+    forward and loss under bf16 autocast.
 
     A model whose targets are not token sequences implements `TargetLoss`, and one
     with loss terms of its own (e.g. ACT's ponder cost) `AuxiliaryLoss`
@@ -152,6 +153,14 @@ def optimizer_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, bat
                 else token_weight * target_loss(module, output, batch.tgt_out, pad_id, "sum"))
         if isinstance(module, AuxiliaryLoss):
             loss = loss + module.auxiliary_loss()
+    return loss
+
+
+def optimizer_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, batch: Batch,
+                   pad_id: int, grad_clip: float, token_weight: float | None = None,
+                   amp: bool = False) -> torch.Tensor:
+    """Forward, loss (`batch_loss`), backward, clip, update: the hot path (benchmarks/train_speed.py times it)."""
+    loss = batch_loss(model, batch, pad_id, token_weight, amp)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
@@ -224,12 +233,16 @@ class Trainer:
             seed=job.seed, shuffle_buffer=job.config.shuffle_buffer, read_rows=job.config.read_rows,
             state=self.stream_state, batching=job.config.batching, pool_batches=job.config.pool_batches,
         )
+        self.consumed_stream_state = self.stream.state_dict()  # where the batches trained on end
         self.net = self.model  # what the loop calls: the model, wrapped for DDP / compiled
         if self.world.distributed:
             self.net = torch.nn.parallel.DistributedDataParallel(
                 self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
+        self.compiled = compile_
         if compile_:
-            self.net = torch.compile(self.net)
+            self.net = compile_model(self.net, compile_cache_dir(self.checkpoint_path))
+        self.flops_per_position: float | None = None  # of a training step (train/throughput.py), from the first batch
+        self.peak_flops: float | None = None  # the device's matmul peak in the step's dtype, measured at the first log
 
     # ---- checkpoints -------------------------------------------------------------
     def _maybe_resume(self) -> None:
@@ -280,7 +293,7 @@ class Trainer:
                 "model": self.model.state_dict(),
                 "optimizer": self.optimizer.state_dict(),
                 "ranks": ranks,
-                "stream": self.stream.state_dict(),
+                "stream": self.consumed_stream_state,
                 "target_tokens": self.target_tokens,
                 "log_window": window,
                 "last_metrics": self.last_metrics,
@@ -305,7 +318,12 @@ class Trainer:
             group["lr"] = self.learning_rate(self.step)
         pad_id = self.job.vocab.pad_id
         weight = self.loss_weight(batch)
-        local = shard_batch(batch, self.world, pad_id).to(self.device)
+        local = shard_batch(batch, self.world, pad_id).to(self.device, non_blocking=True)
+        if self.compiled:
+            mark_dynamic_lengths(local)
+        if self.flops_per_position is None:
+            self.flops_per_position = flops_per_position(
+                lambda model, probe: batch_loss(model, probe, pad_id, amp=self.amp), self.model, local)
         loss = optimizer_step(self.net, self.optimizer, local, pad_id, self.config.grad_clip,
                               token_weight=weight, amp=self.amp)
         self.step += 1
@@ -347,17 +365,21 @@ class Trainer:
         # Losses stay on the device until logged: no host sync per step.
         window = self.window
         window["since"] = time.perf_counter()
-        batches = iter(self.stream)
-        with PreemptionFlag() as flag:
+        prefetch = Prefetcher(self.stream, self.config.prefetch, pin_memory=self.device.type == "cuda")
+        with PreemptionFlag() as flag, prefetch:
             while self.step < self.config.steps:
                 if self.world.any(flag.requested):
                     self._stop(flag.signum)
-                batch = next(batches)
+                waiting = time.perf_counter()
+                batch, stream_state = next(prefetch)
+                window["data_wait"] += time.perf_counter() - waiting
                 loss = self.train_step(batch)
+                self.consumed_stream_state = stream_state
                 window["loss"] += loss
                 window["steps"] += 1
                 window["samples"] += batch.src.shape[0]
                 window["tokens"] += batch.n_tokens + int((batch.src != self.job.vocab.pad_id).sum())
+                window["positions"] += batch.positions
                 if self.step % self.config.log_every == 0 or self.step == self.config.steps:
                     self._log(window)
                 if self.step == self.config.steps:
@@ -388,7 +410,8 @@ class Trainer:
 
     @staticmethod
     def _new_window() -> dict:
-        return {"loss": 0.0, "steps": 0, "samples": 0, "tokens": 0, "since": time.perf_counter()}
+        return {"loss": 0.0, "steps": 0, "samples": 0, "tokens": 0, "positions": 0, "data_wait": 0.0,
+                "since": time.perf_counter()}
 
     def _log(self, window: dict) -> None:
         elapsed = max(time.perf_counter() - window["since"], 1e-9)
@@ -398,12 +421,24 @@ class Trainer:
             "lr": self.learning_rate(self.step - 1),
             "samples_per_s": window["samples"] / elapsed,
             "tokens_per_s": window["tokens"] / elapsed,
+            **self._speed(window, elapsed),
         }
         self._check_finite(metrics["loss"])
         self.last_metrics = metrics
         for cb in self.callbacks:
             cb.on_log(self.step, metrics)
         window.update(self._new_window())
+
+    def _speed(self, window: dict, elapsed: float) -> dict[str, float]:
+        """The window's share of time waiting for data, its padding share, and its model-FLOPs
+        utilisation on real tokens and on padded shapes (train/throughput.py). Tokens and positions
+        are this process's, set against one device's peak."""
+        if self.peak_flops is None:
+            self.peak_flops = matmul_peak(self.device, torch.bfloat16 if self.amp else torch.float32)
+        real, padded = window["tokens"] / self.world.size, window["positions"] / self.world.size
+        flops = (self.flops_per_position or 0.0) / elapsed / self.peak_flops
+        return {"data_wait_share": window["data_wait"] / elapsed, "padding_share": 1 - real / max(padded, 1),
+                "mfu_real": flops * real, "mfu_padded": flops * padded}
 
     def _check_finite(self, window_loss: float) -> None:
         """Raise `Diverged` on a non-finite loss or weight (checked at logging and checkpoint steps)."""
