@@ -1,5 +1,7 @@
-"""What the runs took, as MLflow recorded them (each run's start and end time, by its `stage` tag), beside
-the plan's estimate, per rule: `tprepro plan --actual`."""
+"""What the runs took, as MLflow recorded them, beside the plan's estimate, per rule: `tprepro plan --actual`.
+A training run's time is its trainer's `train.wall_seconds` (the run itself stays open while its model
+is evaluated and interpreted, which log into it); another run's, its start to its end (what the job
+did while the run was open, not its start-up)."""
 
 from __future__ import annotations
 
@@ -24,8 +26,10 @@ def recorded(params: dict, uri: str | None = None) -> dict[tuple[str, str], list
             continue
         for run in client.search_runs([tracked.experiment_id], "attributes.status = 'FINISHED'", max_results=50000):
             stage = run.data.tags.get("stage")
-            if stage and run.info.end_time:
-                found[name, stage].append((run.info.end_time - run.info.start_time) / 1000)
+            trained = run.data.metrics.get("train.wall_seconds")
+            if stage and (trained is not None or run.info.end_time):
+                found[name, stage].append(trained if trained is not None
+                                          else (run.info.end_time - run.info.start_time) / 1000)
     return dict(found)
 
 
@@ -40,8 +44,8 @@ def _rule(plan: Plan, experiment: str, stage: str) -> str | None:
 def compare(plan: Plan, runs: dict[tuple[str, str], list[float]]) -> str:
     """A line per rule with recorded runs: jobs planned and recorded, estimated and recorded seconds."""
     header = f"{'rule':<28} {'planned':>7} {'runs':>5} {'estimate':>11} {'actual':>11} {'actual/estimate':>16}"
-    lines = [f"estimate vs actual ({plan.params_path}; actual: MLflow runs' start to end, estimate: the plan's "
-             "job seconds)", header, "-" * len(header)]
+    lines = [f"estimate vs actual ({plan.params_path}; actual: MLflow's train.wall_seconds of a training run, "
+             "else its start to end; estimate: the plan's job seconds)", header, "-" * len(header)]
     if not runs:
         return "\n".join([*lines, "no finished runs recorded in MLflow for these params' experiments"])
     for (experiment, stage), seconds in sorted(runs.items()):
