@@ -24,6 +24,12 @@ def cmd_validate(args) -> None:
     print(f"{args.params}: OK")
 
 
+def cmd_plan(args) -> None:
+    from tprepro.plan.cli import run_plan
+
+    run_plan(args)
+
+
 def cmd_models(args) -> None:
     """Every preset's parameter count: sequence archs for --vocab-size symbols, N2F archs for
     MathQA-sized vocabularies."""
@@ -69,12 +75,6 @@ def cmd_predict(args) -> None:
     predict(Path(args.model_dir), args.question, args.file, args.json, args.batch_size, args.max_length, args.device)
 
 
-def cmd_plan(args) -> None:
-    from tprepro.plan.cli import run_plan
-
-    run_plan(args)
-
-
 EPILOG = ("Stages normally run through `make run` or `snakemake`, which pass every path; "
           "`tprepro STAGE --help` shows one stage's options and an example.")
 
@@ -98,6 +98,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     add("validate", "check the params file and every model's settings", "tprepro validate --params params.yaml",
         cmd_validate)
+    from tprepro.plan.cli import plan_arguments
+
+    plan_arguments(add("plan", "price a params file: every job's work, time per device kind and disk; GPU-hours, "
+                       "CPU-hours, wall time, SLURM runtimes (docs/plan.md)",
+                       "tprepro plan --params workflow/configs/paper.yaml --device h100 --gpus 8", cmd_plan))
     for experiment in experiments().values():
         for stage in experiment.stages:
             stage.arguments(add(stage.name, stage.help, experiment.example(stage), stage.run, stage.processes))
@@ -130,13 +135,6 @@ def build_parser() -> argparse.ArgumentParser:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default="-", help="the file to write (default: standard output)")
     p.set_defaults(func=cmd_dvc_yaml, data_parallel=None)
-
-    p = add("plan", "price a params file: every job's work, time per device kind and disk; GPU-hours, "
-            "CPU-hours, wall time, SLURM runtimes (docs/plan.md)",
-            "tprepro plan --params workflow/configs/paper.yaml --device h100 --gpus 8", cmd_plan)
-    from tprepro.plan.cli import plan_arguments
-
-    plan_arguments(p)
 
     p = sub.add_parser("models", help="every architecture preset with its parameter count",
                        description="List every architecture preset with its parameter count.")
