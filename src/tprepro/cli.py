@@ -25,6 +25,12 @@ def cmd_validate(args) -> None:
     print(f"{args.params}: OK")
 
 
+def cmd_plan(args) -> None:
+    from tprepro.plan.cli import run_plan
+
+    run_plan(args)
+
+
 def cmd_models(args) -> None:
     """Every preset's parameter count: sequence archs for --vocab-size symbols, N2F archs for
     MathQA-sized vocabularies."""
@@ -99,6 +105,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     add("validate", "check the params file and every model's settings", "tprepro validate --params params.yaml",
         cmd_validate)
+    from tprepro.plan.cli import plan_arguments
+
+    plan_arguments(add("plan", "price a params file: every job's work, time per device kind and disk; GPU-hours, "
+                       "CPU-hours, wall time, SLURM runtimes (docs/plan.md)",
+                       "tprepro plan --params workflow/configs/paper.yaml --device h100 --gpus 8", cmd_plan))
     for experiment in experiments().values():
         for stage in experiment.stages:
             stage.arguments(add(stage.name, stage.help, experiment.example(stage), stage.run, stage.processes))

@@ -292,9 +292,21 @@ def cluster_resources(params: dict, family: str, workflow) -> dict:
     """SLURM resources of one rule family from params `cluster:` (read by the slurm profile's plugin).
 
     The partition and GPUs are callables Snakemake evaluates once it has chosen its executor: on a
-    workstation they are None, so its job listing shows no SLURM partition or GPU request."""
+    workstation they are None, so its job listing shows no SLURM partition or GPU request. A family
+    without a `runtime` gets each job's from `tprepro plan` (tprepro.plan.plan.slurm_runtime), found
+    by the job's stage (its code digest input names it) and wildcards."""
     job = params["cluster"][family]
-    resources = {"runtime": job["runtime"], "mem_mb": job["mem_mb"], "cpus_per_task": job["cpus"]}
+    runtime = job["runtime"]
+    if runtime is None:
+        def runtime(wildcards, input):
+            from tprepro.plan.plan import runtime_of
+
+            minutes = runtime_of(params, Path(input.code).name.removesuffix(".sha256"), dict(wildcards.items()))
+            if minutes is None and submits_to_slurm(workflow):
+                raise TpreproError(f"params cluster.{family}.runtime: not set, and `tprepro plan` has no "
+                                   "measurement to derive it from for this job (docs/plan.md): set it")
+            return minutes
+    resources = {"runtime": runtime, "mem_mb": job["mem_mb"], "cpus_per_task": job["cpus"]}
 
     def on_slurm(value):
         return lambda wildcards: value if submits_to_slurm(workflow) else None

@@ -1,0 +1,123 @@
+"""The jobs of a params file, from the stage declarations both tools build their DAG from (each Stage's
+DvcStage: command, matrix, deps, outputs), with the upstream jobs each one waits for and the SLURM rule
+family its Snakemake rule requests resources for."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from tprepro.errors import TpreproError
+
+RULES = Path(__file__).resolve().parents[3] / "workflow" / "rules"
+
+
+@dataclass(frozen=True)
+class Job:
+    """One job: a stage run with one matrix item."""
+
+    stage: str  # the `tprepro` sub-command
+    rule: str  # its Snakemake rule
+    item: tuple[tuple[str, str], ...]  # the matrix values (model, seed; split, module; ...)
+    outputs: tuple[str, ...]  # what it writes (outs, results, metrics, plots)
+    deps: tuple[str, ...]  # the data it reads
+    family: str | None  # params `cluster:` family of its rule; None: a local rule (runs where Snakemake runs)
+    rule_values: tuple[str, ...] = ()  # its Snakemake wildcards' values (a foreach stage's job: its rule's)
+    command: str = ""  # the `tprepro` command it runs
+
+    @property
+    def values(self) -> dict[str, str]:
+        return dict(self.item)
+
+    @property
+    def name(self) -> str:
+        return " ".join((self.rule, *(value for _, value in self.item)))
+
+
+def rule_name(stage: str) -> str:
+    """A stage's Snakemake rule (and dvc.yaml stage): its name with underscores."""
+    return stage.replace("-", "_")
+
+
+def _values(params: dict, declared) -> list[str]:
+    """A matrix axis: a params reference's values (a mapping's keys) or the declared values."""
+    from tprepro.workflow import setting
+
+    if isinstance(declared, str):
+        reference = re.fullmatch(r"\$\{([^}]+)\}", declared)
+        if reference is None:
+            raise TpreproError(f"a matrix axis {declared!r} is neither values nor a params reference")
+        return [str(value) for value in setting(params, reference.group(1))]
+    return [str(value) for value in declared]
+
+
+def jobs(params: dict) -> list["Job"]:
+    """Every job of `params`, in the registry's order (stage by stage, the matrix expanded as DVC does)."""
+    from tprepro.experiments import experiments
+    from tprepro.workflow import pattern
+
+    families = rule_families()
+    found = []
+    for stage in (stage for experiment in experiments().values() for stage in experiment.stages):
+        for dvc in stage.dvc:
+            if dvc.matrix:
+                axes = {key: _values(params, declared) for key, declared in dvc.matrix.items()}
+            elif dvc.foreach:
+                axes = {"key" if dvc.foreach_key else "item": _values(params, dvc.foreach)}
+            else:
+                axes = {}
+            written = _written(dvc)
+            rule_output = pattern(_written(stage.dvc[0])[0], params, item="item", key="key")
+            for combination in itertools.product(*axes.values()):
+                values = dict(zip(axes, combination))
+                fill = lambda path: pattern(path, params, item="item", key="key").format(**values)  # noqa: E731
+                outputs = tuple(map(fill, written))
+                found.append(Job(stage.name, rule_name(stage.name), tuple(values.items()), outputs,
+                                 tuple(map(fill, dvc.deps)), families.get(rule_name(stage.name)),
+                                 _wildcard_values(outputs[0], rule_output), fill(dvc.cmd)))
+    return found
+
+
+def _written(dvc) -> tuple[str, ...]:
+    return (*dvc.outs, *dvc.results, *dvc.metrics, *(path for plot in dvc.plots for path in plot))
+
+
+def _wildcard_values(path: str, output: str) -> tuple[str, ...]:
+    """The values of `output`'s {wildcards} with which it is `path` (its rule's wildcards for the job)."""
+    parts = re.split(r"\{(\w+)\}", output)
+    regex = "".join(re.escape(part) if i % 2 == 0 else "([^/]+)" for i, part in enumerate(parts))
+    match = re.fullmatch(regex, path)
+    if match is None:
+        raise TpreproError(f"{path}: not an output of its rule ({output})")
+    return match.groups()
+
+
+def upstream(all_jobs: list[Job]) -> dict[Job, list[Job]]:
+    """job -> the jobs writing what it reads: a path they write, or anything under a folder it reads."""
+    writers: dict[str, Job] = {output: job for job in all_jobs for output in job.outputs}
+    found = {}
+    for job in all_jobs:
+        before = []
+        for dep in job.deps:
+            if dep in writers:
+                before.append(writers[dep])
+            else:
+                before += [writer for output, writer in writers.items() if output.startswith(f"{dep}/")]
+        found[job] = list(dict.fromkeys(before))
+    return found
+
+
+@cache
+def rule_families(folder: Path = RULES) -> dict[str, str | None]:
+    """rule -> the params `cluster:` family its `resources:` take (workflow/rules/*.smk, where each rule
+    declares it), None for a rule without cluster resources (a local rule)."""
+    families = {}
+    for path in sorted(folder.glob("*.smk")):
+        for block in re.split(r"^(?=(?:local)?rule )", path.read_text(encoding="utf-8"), flags=re.M)[1:]:
+            name = re.match(r"(?:local)?rule (\w+):", block).group(1)
+            family = re.search(r'cluster_resources\(P, "(\w+)"', block)
+            families[name] = family.group(1) if family else None
+    return families

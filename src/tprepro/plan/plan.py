@@ -1,0 +1,141 @@
+"""A params file's plan: every job with its work, device kind, estimate, disk and SLURM runtime; the
+totals and the wall time along the DAG."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tprepro.errors import TpreproError
+from tprepro.plan.critical_path import critical_path, schedule
+from tprepro.plan.estimate import Estimate, estimate
+from tprepro.plan.jobs import Job, jobs, upstream
+from tprepro.plan.speeds import BENCHMARKS, Measurements, load_measurements
+from tprepro.plan.work import Work, work
+
+MARGIN = 1.5  # a derived SLURM runtime: the estimate times this, rounded up to whole minutes,
+MIN_RUNTIME = 10  # and at least this many minutes (start-up on a busy node, a slow file system)
+WARNING_MINUTES = 5  # training checkpoints on SLURM's USR1, 5 minutes before the limit (profiles/slurm)
+CPU = "cpu"
+
+
+@dataclass(frozen=True)
+class PlannedJob:
+    job: Job
+    work: Work
+    device: str  # the device kind it is priced on
+    estimate: Estimate
+    runtime: int | None  # SLURM minutes requested (None: a local rule, or unpriced and not set)
+    runtime_source: str  # "params" or how it was derived
+    segments: int = 1  # SLURM allocations it takes (> 1: killed at its limit and requeued)
+    note: str = ""
+
+
+@dataclass
+class Plan:
+    params_path: str
+    device: str | None  # --device given
+    gpus: int
+    cores: int
+    jobs: list[PlannedJob]
+    critical_path_s: float
+    critical_path: list[str]
+    wall_s: float
+    measurements: list[str] = field(default_factory=list)  # the files used
+
+    def totals(self) -> dict:
+        priced = [p for p in self.jobs if p.estimate.seconds is not None]
+        hours = lambda ps: sum(p.estimate.seconds for p in ps) / 3600  # noqa: E731
+        on_gpu = [p for p in priced if p.device != CPU]
+        return {"jobs": len(self.jobs), "unmeasured": len(self.jobs) - len(priced),
+                "extrapolated": sum(p.estimate.status == "extrapolated" for p in self.jobs),
+                "gpu_hours": hours(on_gpu), "cpu_hours": hours([p for p in priced if p.device == CPU]),
+                "disk_bytes": sum(p.estimate.disk_bytes or 0 for p in self.jobs),
+                "disk_unknown": sum(p.estimate.disk_bytes is None and p.work.kind in ("generate", "train")
+                                    for p in self.jobs),
+                "requeued": sum(p.segments > 1 for p in self.jobs),
+                "critical_path_s": self.critical_path_s, "wall_s": self.wall_s}
+
+
+def job_device(params: dict, job: Job, device: str | None) -> str:
+    """The device kind a job is priced on: `device` (--device) for the GPU rule families, else the
+    family's `cluster.<family>.device` (default cpu); local rules and CPU families run on CPUs."""
+    if job.family is None:
+        return CPU
+    family = params["cluster"][job.family]
+    if not family["gpus"]:
+        return CPU
+    return device or family.get("device") or CPU
+
+
+def slurm_runtime(params: dict, job: Job, work_: Work, seconds: float | None) -> tuple[int | None, str, int, str]:
+    """(minutes requested, from where, allocations, note) of one job under the SLURM profile."""
+    if job.family is None:
+        return None, "local rule", 1, ""
+    family = params["cluster"][job.family]
+    limit = family.get("time_limit")
+    if family["runtime"] is not None:
+        runtime, source = family["runtime"], f"params cluster.{job.family}.runtime"
+    elif seconds is None:
+        return None, "not set, and unpriced", 1, ""
+    else:
+        runtime = max(MIN_RUNTIME, math.ceil(seconds * MARGIN / 60))
+        source = f"{MARGIN} x estimate"
+        if limit is not None and runtime > limit:
+            runtime, source = limit, f"cluster.{job.family}.time_limit"
+    if seconds is None or seconds <= runtime * 60:
+        return runtime, source, 1, ""
+    if work_.kind != "train":
+        return runtime, source, 1, f"estimate above its {runtime} min: not resumable, it would be killed"
+    segments = math.ceil(seconds / (max(1, runtime - WARNING_MINUTES) * 60))
+    note = f"requeued: {segments} allocations of {runtime} min"
+    if segments - 1 > work_.max_requeues:
+        note += f", more than max_requeues ({work_.max_requeues}) allows: it would fail"
+    return runtime, source, segments, note
+
+
+def make_plan(params: dict, params_path: str = "params.yaml", device: str | None = None, gpus: int = 1,
+              cores: int | None = None, measurements: Measurements | None = None) -> Plan:
+    """The plan of `params`; GPU-family jobs priced on `device` (default: their family's device)."""
+    if gpus < 1:
+        raise TpreproError(f"--gpus: expected at least 1, got {gpus}")
+    measurements = measurements if measurements is not None else load_measurements(BENCHMARKS)
+    found = jobs(params)
+    before = upstream(found)
+    planned = []
+    for job in found:
+        done = work(params, job.stage, job.values)
+        kind = job_device(params, job, device)
+        guess = estimate(measurements, kind, job.stage, done)
+        runtime, source, segments, note = slurm_runtime(params, job, done, guess.seconds)
+        planned.append(PlannedJob(job, done, kind, guess, runtime, source, segments, note))
+    seconds = {p.job: p.estimate.seconds or 0.0 for p in planned}
+    kinds = {p.job: p.device for p in planned}
+    on_gpus = any(kind != CPU for kind in kinds.values())
+    cores = cores if cores is not None else (100 if on_gpus else 2)  # the SLURM profile's job limit; a workstation
+    path_s, path = critical_path(found, before, seconds)
+    wall = schedule(found, before, seconds, lambda job: "gpu" if kinds[job] != CPU else "cpu",
+                    {"gpu": gpus, "cpu": cores})
+    used = sorted({t.path for t in measurements.throughput.values()} | {r.path for r in measurements.stage_rates.values()})
+    return Plan(str(params_path), device, gpus, cores, planned, path_s, [job.name for job in path], wall, used)
+
+
+def runtime_of(params: dict, stage: str, wildcards: dict) -> int | None:
+    """The SLURM minutes of the job of `stage` with Snakemake `wildcards` (cluster_resources' runtime)."""
+    plan = _cached_plan(params)
+    wanted = sorted(str(value) for value in wildcards.values())
+    for planned in plan.jobs:
+        if planned.job.stage == stage and sorted(planned.job.rule_values) == wanted:
+            return planned.runtime
+    raise TpreproError(f"stage {stage}: the plan has no job with wildcards {dict(wildcards)}")
+
+
+_PLANS: dict = {}
+
+
+def _cached_plan(params: dict) -> Plan:
+    key = id(params)
+    if key not in _PLANS:
+        _PLANS[key] = (params, make_plan(params))  # params kept so that the id stays theirs
+    return _PLANS[key][1]

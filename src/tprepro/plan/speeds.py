@@ -1,0 +1,141 @@
+"""The measurements a plan prices jobs with, committed under results/benchmarks/:
+
+- throughput/<device_kind>/<preset>.json (schema tprepro.throughput/1, benchmarks/train_speed.py): a
+  preset's steady-state training samples/s (and greedy decoding problems/s) on one device kind;
+- stages/<device_kind>.json (schema tprepro.stage_rates/1, benchmarks/stage_rates.py): each stage's
+  job seconds measured in a real pipeline run on that device kind: a fixed part per job and seconds per
+  item (per preset for the stages that run a model)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from tprepro.errors import TpreproError
+
+BENCHMARKS = Path("results/benchmarks")
+THROUGHPUT_SCHEMA = "tprepro.throughput/1"
+STAGE_RATES_SCHEMA = "tprepro.stage_rates/1"
+_THROUGHPUT_KEYS = {"preset": str, "arch": str, "device_kind": str, "device": str, "commit": str, "date": str,
+                    "batch_size": int, "samples_per_s": (int, float), "flops_per_sample": (int, float)}
+
+
+@dataclass(frozen=True)
+class Throughput:
+    preset: str
+    arch: str
+    device_kind: str
+    device: str
+    commit: str
+    date: str
+    batch_size: int
+    samples_per_s: float
+    flops_per_sample: float
+    decode_problems_per_s: float | None
+    path: str
+
+
+@dataclass(frozen=True)
+class StageRate:
+    fixed_s: float  # seconds of a job that does no counted work (start-up, imports, MLflow)
+    seconds_per_item: float  # on top, per item (Work.unit)
+
+
+@dataclass(frozen=True)
+class StageRates:
+    device_kind: str
+    device: str
+    commit: str
+    date: str
+    source: str  # the run measured
+    stages: dict  # stage -> {"fixed_s", "seconds_per_item"}, or {"fixed_s", "per_preset" (or "per_module"): {name: seconds_per_item}}
+    path: str
+
+    def rate(self, stage: str, preset: str | None, module: str | None = None) -> StageRate | None:
+        """Stage `stage`'s rate (for `preset`, where its jobs run a model; for `module`, where its rate was
+        measured per Mathematics module), None if not measured."""
+        entry = self.stages.get(stage)
+        if entry is None:
+            return None
+        if "per_module" in entry:
+            if module not in entry["per_module"]:
+                return None
+            return StageRate(entry["fixed_s"], entry["per_module"][module])
+        if "per_preset" in entry:
+            if preset not in entry["per_preset"]:
+                return None
+            return StageRate(entry["fixed_s"], entry["per_preset"][preset])
+        return StageRate(entry["fixed_s"], entry.get("seconds_per_item", 0.0))
+
+
+def _read(path: Path, schema: str) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise TpreproError(f"{path}: not readable as JSON ({error})") from error
+    if not isinstance(data, dict) or data.get("schema") != schema:
+        raise TpreproError(f"{path}: schema: expected {schema!r}, got {data.get('schema') if isinstance(data, dict) else data!r}")
+    return data
+
+
+def read_throughput(path: Path) -> Throughput:
+    """One throughput file, checked: an error names the file and the key."""
+    data = _read(path, THROUGHPUT_SCHEMA)
+    for key, kind in _THROUGHPUT_KEYS.items():
+        if not isinstance(data.get(key), kind) or isinstance(data.get(key), bool):
+            raise TpreproError(f"{path}: {key}: expected {getattr(kind, '__name__', 'a number')}, got {data.get(key)!r}")
+    if data["samples_per_s"] <= 0 or data["flops_per_sample"] <= 0:
+        raise TpreproError(f"{path}: samples_per_s and flops_per_sample must be positive")
+    if path.stem != data["preset"] or path.parent.name != data["device_kind"]:
+        raise TpreproError(f"{path}: holds preset {data['preset']!r} on {data['device_kind']!r}; "
+                           "the file must be <device_kind>/<preset>.json")
+    decode = data.get("decode_problems_per_s")
+    if decode is not None and (not isinstance(decode, (int, float)) or decode <= 0):
+        raise TpreproError(f"{path}: decode_problems_per_s: expected a positive number or null, got {decode!r}")
+    return Throughput(data["preset"], data["arch"], data["device_kind"], data["device"], data["commit"], data["date"],
+                      data["batch_size"], float(data["samples_per_s"]), float(data["flops_per_sample"]),
+                      None if decode is None else float(decode), str(path))
+
+
+def read_stage_rates(path: Path) -> StageRates:
+    data = _read(path, STAGE_RATES_SCHEMA)
+    for key in ("device_kind", "device", "commit", "date", "source"):
+        if not isinstance(data.get(key), str):
+            raise TpreproError(f"{path}: {key}: expected a string, got {data.get(key)!r}")
+    stages = data.get("stages")
+    if not isinstance(stages, dict):
+        raise TpreproError(f"{path}: stages: expected a mapping of stage -> rates")
+    for stage, entry in stages.items():
+        numbers = [entry.get("fixed_s"), entry.get("seconds_per_item", 0.0), *entry.get("per_preset", {}).values(),
+                   *entry.get("per_module", {}).values()] \
+            if isinstance(entry, dict) else [None]
+        if not all(isinstance(n, (int, float)) and n >= 0 for n in numbers):
+            raise TpreproError(f"{path}: stages.{stage}: expected fixed_s and seconds_per_item (or per_preset), "
+                               f"non-negative numbers, got {entry!r}")
+    return StageRates(data["device_kind"], data["device"], data["commit"], data["date"], data["source"], stages,
+                      str(path))
+
+
+@dataclass(frozen=True)
+class Measurements:
+    throughput: dict  # (device_kind, preset) -> Throughput
+    stage_rates: dict  # device_kind -> StageRates
+
+    def on(self, device_kind: str) -> dict[str, Throughput]:
+        return {preset: t for (kind, preset), t in self.throughput.items() if kind == device_kind}
+
+
+def load_measurements(root: Path = BENCHMARKS) -> Measurements:
+    """Every throughput and stage-rates file under `root` (none: an empty set, every job unmeasured)."""
+    throughput = {}
+    for path in sorted((root / "throughput").glob("*/*.json")):
+        measured = read_throughput(path)
+        throughput[measured.device_kind, measured.preset] = measured
+    rates = {}
+    for path in sorted((root / "stages").glob("*.json")):
+        measured = read_stage_rates(path)
+        if path.stem != measured.device_kind:
+            raise TpreproError(f"{path}: device_kind {measured.device_kind!r}: the file must be <device_kind>.json")
+        rates[measured.device_kind] = measured
+    return Measurements(throughput, rates)

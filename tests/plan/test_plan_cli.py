@@ -1,0 +1,105 @@
+"""`tprepro plan` on the shipped configurations, its agreement with Snakemake's SLURM job listing, and
+`--actual` against a real MLflow store."""
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from helpers import REPO, copy_project, tool_env
+from plan_kit import write_stage_rates
+
+CONFIGS = ["params.yaml", "workflow/configs/cpu.yaml", "workflow/configs/paper.yaml"]
+
+
+def plan_json(params: str, *extra: str, cwd=REPO) -> dict:
+    out = subprocess.run([sys.executable, "-m", "tprepro", "plan", "--params", params, "--json", "-", *extra],
+                         cwd=cwd, env=tool_env(), capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout)
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_every_shipped_configuration_is_priced(config):
+    plan = plan_json(config)
+    totals = plan["totals"]
+    assert totals["jobs"] == len(plan["jobs"]) > 50
+    if config != "workflow/configs/paper.yaml":  # the CPU configurations: every job measured on CPU
+        assert totals["unmeasured"] == 0, [j["rule"] for j in plan["jobs"] if j["status"] == "unmeasured"]
+        assert {job["device"] for job in plan["jobs"]} == {"cpu"}
+        assert 0 < totals["critical_path_s"] <= totals["wall_s"] <= totals["cpu_hours"] * 3600
+    else:  # generated at paper scale: the measured modules' rates, the others' extrapolated from them
+        data = [j for j in plan["jobs"] if j["rule"] == "data"]
+        assert {j["status"] for j in data} == {"measured", "extrapolated"} and len(data) == 239
+
+
+def test_the_table_names_each_rule_and_the_totals():
+    out = subprocess.run([sys.executable, "-m", "tprepro", "plan", "--params", "workflow/configs/paper.yaml",
+                          "--device", "h100", "--gpus", "8"], cwd=REPO, env=tool_env(), capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert re.search(r"^train\s+2\s+716,800,000 samples trained \(700,000 x 1,024\)\s+h100", out.stdout, re.M)
+    assert "GPU-hours:" in out.stdout and "on 8 GPU(s)" in out.stdout
+
+
+def snakemake_jobs(listing: str) -> dict[frozenset, dict]:
+    """A dry run's jobs: their outputs -> their resources (rule all left out)."""
+    jobs = {}
+    for block in re.split(r"^(?=(?:local)?rule \w+:$)", listing, flags=re.M)[1:]:
+        rule = re.match(r"(?:local)?rule (\w+):", block).group(1)
+        outputs = re.search(r"^    output: (.*)$", block, re.M)
+        if rule == "all" or outputs is None:
+            continue
+        resources = re.search(r"^    resources: (.*)$", block, re.M)
+        jobs[frozenset(outputs.group(1).split(", "))] = dict(
+            item.split("=", 1) for item in resources.group(1).split(", ")) if resources else {}
+    return jobs
+
+
+@pytest.mark.slow
+def test_the_plan_of_paper_yaml_and_snakemakes_slurm_dry_run_have_the_same_jobs_and_runtimes(tmp_path):
+    root = copy_project(tmp_path / "repo")
+    shutil.copytree(REPO / "results/benchmarks/stages", root / "results/benchmarks/stages")
+    config = "workflow/configs/paper.yaml"
+    out = subprocess.run([sys.executable, "-m", "snakemake", "--profile", "profiles/slurm", "-n",
+                          "--config", f"params={config}"], cwd=root, env=tool_env(), capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    listed = snakemake_jobs(out.stdout)
+    plan = plan_json(config, cwd=root)
+    planned = {frozenset(job["outputs"]): job for job in plan["jobs"]}
+    assert set(listed) == set(planned) and len(planned) == plan["totals"]["jobs"]
+    derived = 0
+    for outputs, job in planned.items():
+        resources = listed[outputs]
+        if job["family"] is None:
+            assert "runtime" not in resources or job["rule"] == "split_index"
+            continue
+        assert int(resources["runtime"]) == job["runtime_min"], job["rule"]
+        derived += "estimate" in job["runtime_source"]
+    assert derived >= 2  # vocab and tables take theirs from the plan
+
+
+def test_actual_compares_the_recorded_runs_with_the_estimate(tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    from helpers import load_default_params, write_params
+
+    root = tmp_path / "project"
+    write_stage_rates(root / "results/benchmarks", "cpu",
+                      {"train": {"fixed_s": 10.0, "per_preset": {"transformer_tiny": 0.001, "tp_transformer_tiny": 0.002}}})
+    params = load_default_params()
+    write_params(root / "params.yaml", params)
+    client = MlflowClient(tracking_uri=f"sqlite:///{root / 'mlflow.db'}")
+    experiment = client.create_experiment(f"{params['mlflow']['prefix']}-mathematics")
+    for model, seconds in (("transformer", 148.0), ("tp_transformer", 276.0)):
+        run = client.create_run(experiment, start_time=1_000_000, tags={"stage": "train", "model": model})
+        client.log_metric(run.info.run_id, "train.wall_seconds", seconds)  # the trainer's; the run stays open longer
+        client.set_terminated(run.info.run_id, "FINISHED", end_time=1_000_000 + int(seconds * 3000))
+    out = subprocess.run([sys.executable, "-m", "tprepro", "plan", "--params", "params.yaml", "--actual"],
+                         cwd=root, env=tool_env(), capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-3000:]
+    line = next(line for line in out.stdout.splitlines() if line.startswith("train "))
+    # estimate: 10 s + 64,000 samples x 1 ms, and 10 s + 64,000 x 2 ms = 74 s + 138 s; actual 424 s
+    assert line.split()[1:3] == ["2", "2"] and "3.5 min" in line and "7.1 min" in line and line.endswith("2.00")
