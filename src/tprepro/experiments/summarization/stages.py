@@ -119,7 +119,7 @@ def evaluate_stage(params_path: str, dataset: str, model_dir: Path, data_dir: Pa
     from tprepro.experiments.summarization.scoring import rouge_f1
     from tprepro.experiments.summarization.table import DOCUMENT_COLUMNS
     from tprepro.experiments.summarization.tokenizer import SubwordCodec
-    from tprepro.report.tables import write_csv
+    from tprepro.report.tables import write_digested_csv
 
     params = load_params(params_path)
     section = params["summarization"]
@@ -141,7 +141,7 @@ def evaluate_stage(params_path: str, dataset: str, model_dir: Path, data_dir: Pa
         f1 = rouge_f1(predictions, [r["summary"] for r in rows])  # {rouge type: [documents]}
         documents = pd.DataFrame({"id": [r["id"] for r in rows], **f1, "reference": [r["summary"] for r in rows],
                                   "prediction": predictions}, columns=list(DOCUMENT_COLUMNS))
-        write_csv(documents, documents_out, float_format=None)  # F1 in full: the table's means are exact
+        write_digested_csv(documents, documents_out, float_format=None)  # F1 in full: the table's means are exact
         return [{"module": name, "split": TEST, "n": len(rows), "correct": float(values.sum()),
                  "accuracy": float(values.mean()) if len(values) else float("nan")} for name, values in f1.items()]
 
@@ -158,11 +158,15 @@ def evaluate_stage(params_path: str, dataset: str, model_dir: Path, data_dir: Pa
 def read_run_evaluation(evaluation: Path, model: str, dataset: str, seed: int) -> RunEvaluation:
     """A run's per-document scores and (discrete-role models) role sharpness, the files the evaluate
     stage writes beside its evaluation CSV `evaluation`."""
+    from tprepro.experiments.summarization.scoring import ROUGE_TYPES
     from tprepro.experiments.summarization.table import DOCUMENT_COLUMNS, RunEvaluation
-    from tprepro.report.tables import read_checked_csv
+    from tprepro.report.tables import checked_numbers, read_checked_csv
 
-    documents = read_checked_csv(documents_path(evaluation), DOCUMENT_COLUMNS, "per-document ROUGE file",
+    path = documents_path(evaluation)
+    documents = read_checked_csv(path, DOCUMENT_COLUMNS, "per-document ROUGE file",
                                  keep_default_na=False, dtype={"id": str, "reference": str, "prediction": str})
+    for name in ROUGE_TYPES:  # F1 of each document: a finite number in [0, 1]
+        documents[name] = checked_numbers(documents, path, name, low=0, high=1)
     roles_path = role_sharpness_path(evaluation)
     try:
         sharpness = json.loads(roles_path.read_text(encoding="utf-8"))["role_sharpness"]
