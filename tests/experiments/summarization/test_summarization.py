@@ -4,6 +4,7 @@ the trainer's Adafactor / inverse-square-root option and exact resume."""
 
 from __future__ import annotations
 
+import re
 import json
 import math
 import subprocess
@@ -512,3 +513,19 @@ def test_a_missing_or_broken_evaluation_file_is_named(tmp_path):
         read_run_evaluation(evaluation, "tpt_d", "xsum", 1)
     (tmp_path / "tpt_d-s1.roles.json").write_text('{"role_sharpness": 0.25}')
     assert read_run_evaluation(evaluation, "tpt_d", "xsum", 1).role_sharpness == 0.25
+
+
+@pytest.mark.parametrize("value, problem", [("2.5", "'2.5' is outside [0, 1]"), ("inf", "'inf' is not a finite number"),
+                                            ("", "'' is not a finite number"), ("x", "'x' is not a finite number")])
+def test_per_document_rouge_is_range_checked_and_digested(tmp_path, value, problem):
+    from tprepro.experiments.summarization.stages import read_run_evaluation
+    from tprepro.io import record_digest
+
+    evaluation, documents = tmp_path / "tpt_d-s1.csv", tmp_path / "tpt_d-s1.documents.csv"
+    documents.write_text(f"id,rouge1,rouge2,rougeL,reference,prediction\nd0,0.5,0,{value},a b,a\n")
+    record_digest(documents)
+    with pytest.raises(TpreproError, match=re.escape(f"{documents}: line 2, column 'rougeL': {problem}")):
+        read_run_evaluation(evaluation, "tpt_d", "xsum", 1)
+    documents.write_text("id,rouge1,rouge2,rougeL,reference,prediction\nd0,0.5,0,0.5,a b,a\n")  # digest not updated
+    with pytest.raises(TpreproError, match="its content changed after it was written"):
+        read_run_evaluation(evaluation, "tpt_d", "xsum", 1)
