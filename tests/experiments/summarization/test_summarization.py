@@ -4,9 +4,9 @@ the trainer's Adafactor / inverse-square-root option and exact resume."""
 
 from __future__ import annotations
 
-import re
 import json
 import math
+import re
 import subprocess
 import sys
 
