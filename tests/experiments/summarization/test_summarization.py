@@ -26,7 +26,7 @@ from tprepro.errors import TpreproError
 from tprepro.evaluate.decode import greedy_decode
 from tprepro.models.registry import resolve_model_config
 from tprepro.models.registry import build_model
-from tprepro.experiments.summarization import SPLITS, TEST, TRAIN, VALIDATION
+from tprepro.experiments.summarization import SCHEMA, SPLITS, TEST, TRAIN, VALIDATION
 from tprepro.experiments.summarization.corpus import release_of, stdlib_examples, story_name, story_url, write_releases
 from tprepro.experiments.summarization.decoding import _blocked_tokens, beam_search, summarize_documents
 from tprepro.experiments.summarization.loaders import (load_arxiv, load_huggingface, load_release, load_stories, load_wikihow,
@@ -182,7 +182,7 @@ def test_malformed_arxiv_line_names_file_and_line(releases, tmp_path):
 def test_shards_hold_document_summary_id_split(releases, tmp_path):
     rows = load_huggingface(releases["xsum"], ("document", "summary"))[TRAIN]
     write_dataset(rows, tmp_path / "train", rows_per_shard=30, dataset="xsum")
-    dataset = open_dataset(tmp_path / "train", verify=True)
+    dataset = open_dataset(tmp_path / "train", verify=True, schema=SCHEMA)
     assert len(dataset.files) == math.ceil(len(rows) / 30)
     assert list(iter_rows(dataset, ("document", "summary", "id", "split"))) == rows
 
@@ -368,7 +368,7 @@ def make_job(dataset, codec, steps: int = 12) -> TrainJob:
 def test_adafactor_training_resumes_exactly(releases, codec, tmp_path):
     rows = load_huggingface(releases["xsum"], ("document", "summary"))[TRAIN]
     write_dataset(rows, tmp_path / "train", 40)
-    dataset = open_dataset(tmp_path / "train")
+    dataset = open_dataset(tmp_path / "train", schema=SCHEMA)
     full = Trainer(make_job(dataset, codec), tmp_path / "a" / "ckpt.pt")
     assert isinstance(full.optimizer, torch.optim.Adafactor)
     full.fit()
@@ -484,7 +484,7 @@ def test_predict_summarizes_each_document_with_a_trained_model(releases, codec, 
     """`tprepro predict` on a summarization model prints a beam-searched summary per document."""
     rows = load_huggingface(releases["xsum"], ("document", "summary"))[TRAIN]
     write_dataset(rows, tmp_path / "train", 40)
-    trainer = Trainer(make_job(open_dataset(tmp_path / "train"), codec, steps=6), tmp_path / "ckpt.pt")
+    trainer = Trainer(make_job(open_dataset(tmp_path / "train", schema=SCHEMA), codec, steps=6), tmp_path / "ckpt.pt")
     trainer.fit()
     trainer.export(tmp_path / "model" / "model.pt")
     documents = [rows[0]["document"], rows[1]["document"]]

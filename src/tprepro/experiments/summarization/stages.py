@@ -20,7 +20,7 @@ from tprepro.experiments import mlflow_experiment
 from tprepro.io import atomic_directory
 from tprepro.pipeline import (MODEL_FILE, TrainingRun, evaluate_trained, model_config, publish_table,
                               require_model, role_sharpness_path, train_model, write_role_sharpness)
-from tprepro.experiments.summarization import SPLITS, TEST, TRAIN, documents_path
+from tprepro.experiments.summarization import SCHEMA, SPLITS, TEST, TRAIN, documents_path
 from tprepro.experiments.summarization.settings import release_path, summarization_train
 
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ def train_stage(params_path: str, dataset: str, name: str, seed: int, data_dir: 
     require_model(params_path, section["models"], name, MODELS)
     config = TrainConfig.from_params({"train": summarization_train(params)})
     return train_model(TrainingRun(name, seed, model_config(params, name, MODELS), config,
-                                   {"train": open_dataset(data_dir / TRAIN)}, data_dir / SUBWORD_MODEL, out,
+                                   {"train": open_dataset(data_dir / TRAIN, schema=SCHEMA)}, data_dir / SUBWORD_MODEL, out,
                                    checkpoints, mlflow_experiment(params, "summarization"),
                                    data_settings={**section["data"], "dataset": dataset},
                                    run_prefix=f"{RUN_PREFIX}{dataset}/", codec=load_codec(params, data_dir)))
@@ -125,7 +125,7 @@ def evaluate_stage(params_path: str, dataset: str, model_dir: Path, data_dir: Pa
     section = params["summarization"]
     _dataset_settings(params, dataset, params_path)
     settings = section["evaluate"]
-    rows = list(iter_rows(open_dataset(data_dir / TEST), ("document", "summary", "id")))
+    rows = list(iter_rows(open_dataset(data_dir / TEST, schema=SCHEMA), ("document", "summary", "id")))
     rows = rows[: settings["max_documents"] or None]
     documents_out = documents_path(out)
 
