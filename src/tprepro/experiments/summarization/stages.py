@@ -43,7 +43,7 @@ def corpus_stage(params_path: str, out: Path) -> None:
 
     from tprepro.experiments.summarization.corpus import release_of, stdlib_examples, write_releases
 
-    settings = load_params(params_path)["summarization"]["corpus"]
+    settings = load_params(params_path, models=False)["summarization"]["corpus"]
     fractions = {"validation": settings["validation_fraction"], "test": settings["test_fraction"]}
     examples = stdlib_examples(settings["max_examples"], fractions)
     shares = Counter(release_of(e.id) for e in examples)
@@ -56,7 +56,7 @@ def data_stage(params_path: str, dataset: str, corpus_dir: Path, out: Path) -> N
     from tprepro.experiments.summarization.loaders import load_release, write_dataset
     from tprepro.experiments.summarization.tokenizer import train_subwords
 
-    params = load_params(params_path)
+    params = load_params(params_path, models=False)  # builds no model
     section = params["summarization"]
     _dataset_settings(params, dataset, params_path)
     settings = {**section["datasets"][dataset], "path": str(release_path(params, dataset, corpus_dir))}
@@ -91,8 +91,8 @@ def train_stage(params_path: str, dataset: str, name: str, seed: int, data_dir: 
     require_model(params_path, section["models"], name, MODELS)
     config = TrainConfig.from_params({"train": summarization_train(params)})
     return train_model(TrainingRun(name, seed, model_config(params, name, MODELS), config,
-                                   {"train": open_dataset(data_dir / TRAIN, schema=SCHEMA)}, data_dir / SUBWORD_MODEL, out,
-                                   checkpoints, mlflow_experiment(params, "summarization"),
+                                   {"train": open_dataset(data_dir / TRAIN, schema=SCHEMA)}, data_dir / SUBWORD_MODEL,
+                                   out, checkpoints, mlflow_experiment(params, "summarization"),
                                    data_settings={**section["data"], "dataset": dataset},
                                    run_prefix=f"{RUN_PREFIX}{dataset}/", codec=load_codec(params, data_dir)))
 
@@ -182,7 +182,7 @@ def tables_stage(params_path: str, eval_dir: Path, out: Mapping[str, Path]) -> N
     written to the paths of `out` (table_csv, table_md, table_html, metrics)."""
     from tprepro.experiments.summarization.table import read_published, summary_markdown, summary_table
 
-    params = load_params(params_path)
+    params = load_params(params_path, models=False)  # builds no model
     section = params["summarization"]
     evals = [read_run_evaluation(eval_dir / dataset / f"{name}-s{seed}.csv", name, dataset, seed)
              for dataset in section["datasets"] for name in section["models"] for seed in section["seeds"]]
