@@ -6,8 +6,8 @@ from pathlib import Path
 
 from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE, SPLITS, TRAIN_SPLITS
 from tprepro.experiments.mathematics.settings import check_mathematics
-from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, PUBLISHING, SHARED_OPTIONS, TRAINING, DvcStage,
-                                 Experiment, Option, Reported, Stage, accuracy_bars, learning_curve, options,
+from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, MODEL_CODE, PUBLISHING, SHARED_OPTIONS, TRAINING,
+                                 DvcStage, Experiment, Option, Reported, Stage, accuracy_bars, learning_curve, options,
                                  table_arguments, table_files, table_outputs, train_arguments, trained)
 
 
@@ -171,7 +171,8 @@ EXPERIMENT = Experiment(
                             plots=(accuracy_bars(f"{EVALS}/{RUN}.csv", per="module"),)),)),
         Stage("tables", "assemble Table 1, the per-module table and figure",
               table_arguments(located={"models_dir": MODELS, "eval_dir": EVALS}, **FIGURES), _tables,
-              code=(*PUBLISHING, "models", "experiments/mathematics/stages.py", "experiments/mathematics/figures.py"),
+              code=(*PUBLISHING, *MODEL_CODE, "experiments/mathematics/stages.py",
+                    "experiments/mathematics/figures.py"),
               params=("report", "grid", "train.steps", "train.batch_size", "data.test_per_module"),
               dvc=(DvcStage(f"tprepro tables --table {TABLE} "
                             f"--metrics {METRICS} --modules-csv results/tables/mathematics_modules.csv "

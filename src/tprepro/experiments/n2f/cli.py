@@ -6,7 +6,7 @@ from pathlib import Path
 
 from tprepro.data.codecs import CodecKind
 from tprepro.experiments.n2f.settings import check_n2f
-from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, PUBLISHING, TRAINING, DvcStage,
+from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, MODEL_CODE, PUBLISHING, TRAINING, DvcStage,
                                  Experiment, Option, Reported, Stage, options, table_arguments, table_files,
                                  table_outputs, test_arguments, train_arguments, trained)
 from tprepro.experiments.n2f import TASKS
@@ -111,7 +111,7 @@ EXPERIMENT = Experiment(
                             matrix=RUNS,
                             deps=(*trained(f"{MODELS}/{RUN}"), f"{DATA}/test"), results=(f"{EVALS}/{RUN}.csv",)),)),
         Stage("n2f-tables", "the task's table (MathQA: Table 1, AlgoLisp: Table 2)",
-              table_arguments(task=TASK), _tables, code=(*PUBLISHING, "models", "experiments/n2f"),
+              table_arguments(task=TASK), _tables, code=(*PUBLISHING, *MODEL_CODE, *TASK_CODE),
               params=("n2f.seeds", "n2f.train", "n2f.{task}.train", "train.steps", "train.batch_size", "n2f.models"),
               dvc=(DvcStage(f"tprepro n2f-tables --task ${{item.task}} --eval-dir {EVALS} --models-dir {MODELS} "
                             f"--table {TABLE} "
