@@ -120,7 +120,7 @@ EXPERIMENT = Experiment(
                             results=table_files(TABLE, "n2f"), metrics=(METRICS,)),)),
         Stage("interpret-n2f", "cluster the TP-N2F decoder's relation unbinding vectors",
               options("model_dir", "test", "out", task=TASK), _interpret,
-              code=(*INTERPRETING, "experiments/n2f"),
+              code=(*INTERPRETING, *TASK_CODE),
               params=("interpret.seed", "n2f.interpret.unbinding"),
               dvc=(DvcStage(f"tprepro interpret-n2f --task ${{item.task}} --model-dir {MODELS}/{UNBOUND} "
                             f"--test {DATA}/test --out n2f/interpret/${{item.task}}",
