@@ -24,15 +24,15 @@ def micro_params() -> dict:
     return micro_two_variable(params)  # `rule all` / `dvc repro` run that experiment too
 
 
-def run(cmd: list[str], cwd, generate_python) -> str:
+def run(cmd: list[str], cwd, generate_python, **env) -> str:
     result = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True,
-                            env=tool_env(TPREPRO_GENERATE_PYTHON=str(generate_python)))
+                            env=tool_env(TPREPRO_GENERATE_PYTHON=str(generate_python), **env))
     assert result.returncode == 0, f"{' '.join(cmd)} failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
     return result.stdout + result.stderr
 
 
-def snakemake(root, generate_python, *args) -> str:
-    return run([sys.executable, "-m", "snakemake", "--cores", "2", *args], root, generate_python)
+def snakemake(root, generate_python, *args, **env) -> str:
+    return run([sys.executable, "-m", "snakemake", "--cores", "2", *args], root, generate_python, **env)
 
 
 def dvc(root, generate_python, *args) -> str:
@@ -62,3 +62,27 @@ def check_results(root, params) -> None:
     assert set(table1["model"]) == set(params["grid"]["models"]) and (table1["steps"] == 12).all()
     assert (root / "results/figures/mathematics_modules.png").read_bytes()[:4] == b"\x89PNG"
     assert json.loads((root / "results/metrics.json").read_text()).keys() == set(params["grid"]["models"])
+
+
+def undeclared_code(imports_log) -> dict[str, list[str]]:
+    """{stage: project modules it imported that its Stage.code does not cover} from the file the
+    commands appended to (tprepro.cli.IMPORTS_LOG). What the command line imports before the stage
+    runs (the registry, each experiment's declarations) is not the stage's code and is not counted."""
+    from pathlib import Path
+
+    import tprepro
+    from tprepro.experiments import code_files, experiment_of
+
+    package = Path(tprepro.__file__).resolve().parent
+    missing: dict[str, set[str]] = {}
+    for line in Path(imports_log).read_text().splitlines():
+        entry = json.loads(line)
+        try:
+            experiment_of(entry["command"])
+        except KeyError:  # not a stage (validate, dvc-yaml, ...)
+            continue
+        declared = {Path(f).relative_to(package).as_posix() for f in code_files(entry["command"], str(package))}
+        left = set(entry["modules"]) - declared
+        if left:
+            missing.setdefault(entry["command"], set()).update(left)
+    return {stage: sorted(files) for stage, files in missing.items()}

@@ -233,7 +233,7 @@ def training_run(experiment, summary: dict):
 def write_evaluation(rows: list[dict], out: Path, run, step: int,
                      metric_name: Callable[[str], str] | None = None,
                      metrics: Callable[[list[dict]], dict[str, float]] | None = None) -> None:
-    """Write the per-(split, module) rows as CSV and log them to `run` (the model's training run):
+    """Write the per-(split, module) rows as CSV (its digest beside it) and log them to `run` (the model's training run):
     the CSV as its table artifact (evaluation/), the mean accuracy per split as `acc.<split>.mean`.
 
     `metric_name` (for a few rows, e.g. N2F's metrics): also one metric per row, `acc.<split>.<name>`,
@@ -242,10 +242,10 @@ def write_evaluation(rows: list[dict], out: Path, run, step: int,
     """
     import pandas as pd
 
-    from tprepro.report.tables import EVAL_COLUMNS, write_csv
+    from tprepro.report.tables import EVAL_COLUMNS, write_digested_csv
 
     frame = pd.DataFrame(rows, columns=EVAL_COLUMNS)
-    write_csv(frame, out)
+    write_digested_csv(frame, out)
     if metrics is not None:
         logged = metrics(rows)
     else:

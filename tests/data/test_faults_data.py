@@ -97,6 +97,63 @@ def test_training_refuses_a_swapped_shard_before_resuming_anything(tmp_path, cap
 
 
 
+def rewrite_shard_with_digests(directory, index, change):
+    """Shard `index` of `directory` rewritten as valid parquet holding `change(table)`, and the manifest's
+    sha256 and rows updated to match (what a careless or malicious edit leaves)."""
+    import pyarrow.parquet as pq
+
+    from tprepro.io import sha256_file
+
+    path = directory / shard_name(index)
+    pq.write_table(change(pq.read_table(path)), path)
+    manifest_path = directory / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["shards"][index].update(sha256=sha256_file(path), rows=pq.ParquetFile(path).metadata.num_rows)
+    manifest_path.write_text(json.dumps(manifest))
+    return path
+
+
+def renamed_answer(table):
+    return table.rename_columns(["solution" if name == "answer" else name for name in table.column_names])
+
+
+def numeric_answer(table):
+    import pyarrow as pa
+
+    return table.set_column(table.column_names.index("answer"), "answer", pa.array(range(table.num_rows)))
+
+
+def extra_column(table):
+    import pyarrow as pa
+
+    return table.append_column("note", pa.array(["x"] * table.num_rows))
+
+
+@pytest.mark.parametrize("change, message", [
+    (renamed_answer, "column 'answer' is missing"),
+    (numeric_answer, "column 'answer' is int64, the dataset declares string"),
+    (extra_column, "column 'note' is not one the dataset declares"),
+], ids=["renamed", "retyped", "extra"])
+def test_training_refuses_a_shard_with_other_columns_naming_file_and_column(tmp_path, capsys, change, message):
+    """A valid parquet shard with other columns or types, its manifest digests updated to match: the real
+    `tprepro train` exits 2 naming the shard and the column (was a KeyError or TypeError, exit 1)."""
+    params = load_default_params()
+    modules = params["grid"]["modules"]
+    train_dirs = training_data(tmp_path / "data", modules)
+    path = write_params(tmp_path / "params.yaml", params)
+    vocab = tmp_path / "vocab.json"
+    assert main(["vocab", "--params", str(path), "--train", *map(str, train_dirs), "--out", str(vocab)]) == 0
+    victim = rewrite_shard_with_digests(train_dirs[2] / modules[0], 1, change)
+    capsys.readouterr()
+    status = main(["train", "--params", str(path), "--model", "transformer", "--seed", "1",
+                   "--train", *map(str, train_dirs), "--vocab", str(vocab), "--out", str(tmp_path / "model"),
+                   "--checkpoints", str(tmp_path / "checkpoints"), "--heldout", str(train_dirs[0])])
+    assert status == 2
+    assert f"{victim}: {message}" in capsys.readouterr().err
+    assert not (tmp_path / "checkpoints").exists()
+
+
+
 # ---- malformed AlgoLisp and MathQA records: the loader's file-and-line error, never a bare exception ----
 
 ALGOLISP_RECORD = SHARED_DATA / "algolisp" / "example_record.jsonl"  # the real record, where present

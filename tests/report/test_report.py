@@ -1,5 +1,7 @@
 """Table 1 and the per-module table from evaluation files."""
 
+import re
+
 import pandas as pd
 import pytest
 
@@ -108,3 +110,20 @@ def test_metrics_files_hold_one_headline_per_model_and_no_nan(tmp_path):
     path = tmp_path / "metrics.json"
     write_metrics({"transformer": 0.25, "ut": float("nan"), "tpt_d": {"xsum": 31.5, "cnndm": float("nan")}}, path)
     assert json.loads(path.read_text()) == {"transformer": 0.25, "tpt_d": {"xsum": 31.5}}
+
+
+@pytest.mark.parametrize("row, message", [
+    ("m,1,a,train,0,0,0.5", "line 3, column 'n': '0' is below 1"),
+    ("m,1,a,train,10,12,0.5", "line 3, column 'correct': 12 exceeds n = 10"),
+    ("m,1,a,train,10,-1,0.5", "line 3, column 'correct': '-1' is below 0"),
+    ("m,1.5,a,train,10,5,0.5", "line 3, column 'seed': '1.5' is not an integer"),
+    ("m,1,a,train,,5,0.5", "line 3, column 'n': 'nan' is not a finite number"),
+])
+def test_evaluation_numbers_are_range_checked(tmp_path, row, message):
+    path = tmp_path / "m-s1.csv"
+    header = "model,seed,module,split,n,correct,accuracy\nm,1,b,test,0,0,\n"  # an empty set (N2F's cleaned test)
+    path.write_text(header + "m,1,a,test,10,5,0.5\n")
+    assert read_eval([path])["correct"].tolist() == [0, 5]
+    path.write_text(header + row + "\n")
+    with pytest.raises(TpreproError, match=re.escape(f"{path}: {message}")):
+        read_eval([path])

@@ -45,9 +45,17 @@ def _kinds() -> list[CodecKind]:
     return [*_REGISTERED, CHARACTERS]
 
 
+def _module_of(kind: CodecKind) -> str:
+    return kind.codec.partition(":")[0]
+
+
 def codec_from_state(state: Any, where: str) -> Any:
-    """The codec whose stored state `state` is (read from `where`, named in the error)."""
-    for kind in _kinds():
+    """The codec whose stored state `state` is (read from `where`, named in the error). The kinds whose
+    module is imported already are tried first (each kind's states are its own), so a stage loading its
+    own experiment's model imports no other experiment's codec."""
+    import sys
+
+    for kind in sorted(_kinds(), key=lambda kind: _module_of(kind) not in sys.modules):
         codec = load_object(kind.codec)
         if codec.accepts_state(state):
             return codec.from_state(state)
@@ -56,8 +64,9 @@ def codec_from_state(state: Any, where: str) -> Any:
 
 
 def kind_of(codec: Any) -> CodecKind:
-    """The registered kind of a codec object."""
+    """The registered kind of a codec object (by its class's import path: no other codec is imported)."""
+    path = f"{type(codec).__module__}:{type(codec).__qualname__}"
     for kind in _kinds():
-        if type(codec) is load_object(kind.codec):
+        if kind.codec == path:
             return kind
     raise TpreproError(f"{type(codec).__name__}: no registered codec kind")

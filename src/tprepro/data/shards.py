@@ -2,7 +2,11 @@
 
 A dataset directory holds `part-00000.parquet`, `part-00001.parquet`, ... and a
 `manifest.json` naming each shard with its row count and sha256, so readers can
-detect missing or corrupt shards before training starts.
+detect missing or corrupt shards before training starts. Each kind of dataset declares its
+columns once, as the pyarrow schema its writer passes to `write_dataset` (SCHEMA here for the
+Mathematics and two-variable datasets; the N2F tasks' and summarization's beside their writers),
+and its readers pass the same schema to `open_dataset`, which refuses a shard with other columns
+or types, naming the file and the column.
 """
 
 from __future__ import annotations
@@ -57,6 +61,27 @@ def parquet_rows(path: Path) -> int:
         raise TpreproError(f"{path}: not a readable parquet shard ({exc})") from exc
 
 
+def check_shard_schema(path: Path, schema: pa.Schema) -> None:
+    """The columns and types in the shard's parquet footer are `schema`'s (nullability aside), else an
+    error naming the file and the first column that differs."""
+    try:
+        with pq.ParquetFile(path) as handle:
+            found = handle.schema_arrow
+    except (pa.ArrowException, OSError) as exc:
+        raise TpreproError(f"{path}: not a readable parquet shard ({exc})") from exc
+    for field in schema:
+        if field.name not in found.names:
+            raise TpreproError(f"{path}: column {field.name!r} is missing (the dataset declares "
+                               f"{', '.join(schema.names)}; found {', '.join(found.names)})")
+        if not found.field(field.name).type.equals(field.type):
+            raise TpreproError(f"{path}: column {field.name!r} is {found.field(field.name).type}, "
+                               f"the dataset declares {field.type}")
+    extra = [name for name in found.names if name not in schema.names]
+    if extra:
+        raise TpreproError(f"{path}: column {extra[0]!r} is not one the dataset declares "
+                           f"({', '.join(schema.names)})")
+
+
 def write_manifest(directory: Path, shard_paths: Iterable[Path], **meta) -> None:
     """Record every shard's rows and sha256 (plus `meta`) in `directory/manifest.json`."""
     shards = []
@@ -108,12 +133,14 @@ class Dataset:
         return hashlib.sha256("".join(hashes).encode()).hexdigest()
 
 
-def open_dataset(directory: str | Path, verify: bool = True, allow_empty: bool = False) -> Dataset:
+def open_dataset(directory: str | Path, verify: bool = True, allow_empty: bool = False,
+                 schema: pa.Schema = SCHEMA) -> Dataset:
     """Open a dataset directory, failing with the offending path on any problem.
 
     verify (the default, for every training and evaluation stage): recompute every shard's
     sha256 against the manifest and read its parquet footer, so a bit-flipped, truncated or
-    swapped shard is refused, naming it. Cost: one read of the shard bytes (see
+    swapped shard is refused, naming it, and so is one whose columns or types are not `schema`'s
+    (the schema the dataset's writer declares). Cost: one read of the shard bytes (see
     benchmarks/shard_verification.py).
     """
     directory = Path(directory)
@@ -145,6 +172,7 @@ def open_dataset(directory: str | Path, verify: bool = True, allow_empty: bool =
         rows = parquet_rows(path)
         if rows != entry["rows"]:
             raise TpreproError(f"{path}: shard has {rows} rows, {manifest_path} says {entry['rows']}")
+        check_shard_schema(path, schema)
         hashes.append(digest)
     if dataset.rows == 0 and not allow_empty:
         raise TpreproError(f"{directory}: dataset is empty (0 rows)")

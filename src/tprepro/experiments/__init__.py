@@ -125,11 +125,13 @@ class Experiment:
 
 # Code every stage of a kind runs, whatever the experiment (relative to src/tprepro/).
 COMMON = ("params", "io.py", "errors.py")
-TRAINING = (*COMMON, "data", "models", "train", "evaluate", "pipeline.py", "tracking")
-EVALUATION = (*COMMON, "data", "models", "evaluate", "train/checkpoint.py", "pipeline.py", "tracking")
-PUBLISHING = (*COMMON, "report", "evaluate/curves.py", "pipeline.py", "tracking", "figures.py")
-INTERPRETING = (*COMMON, "data", "models", "evaluate", "interpret", "train/checkpoint.py", "pipeline.py", "tracking",
-                "figures.py")
+TRAINING = (*COMMON, "data", "models", "train", "evaluate", "pipeline.py", "tracking", "invocation.py")
+EVALUATION = (*COMMON, "data", "models", "evaluate", "train", "report", "pipeline.py", "tracking", "invocation.py")
+MODEL_CODE = ("models", "data/tuple_ids.py")  # the models package with what it imports: a table resolving presets
+PUBLISHING = (*COMMON, "report", "evaluate/__init__.py", "evaluate/curves.py", "train/callbacks.py", "pipeline.py",
+              "tracking", "invocation.py", "figures.py")
+INTERPRETING = (*COMMON, "data", "models", "evaluate", "interpret", "train/checkpoint.py", "train/callbacks.py",
+                "pipeline.py", "tracking", "invocation.py", "figures.py")
 
 
 @functools.cache

@@ -14,7 +14,7 @@ from sklearn.decomposition import PCA
 
 from tprepro.figures import plt, save
 from tprepro.interpret.hooks import teacher_forced
-from tprepro.models.tuple_ids import RELATION_SPECIALS
+from tprepro.data.tuple_ids import RELATION_SPECIALS
 
 PROBE = "decoder.readout.unbinding.relation_probe"
 

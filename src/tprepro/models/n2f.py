@@ -45,7 +45,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from tprepro.models.tuple_ids import ARG_NONE, ARG_PAD, REL_BOS, REL_EOS, REL_PAD
+from tprepro.data.tuple_ids import ARG_NONE, ARG_PAD, REL_BOS, REL_EOS, REL_PAD
 from tprepro.errors import TpreproError
 from tprepro.models.config import NO_BINDING, ModelConfig, check_positive
 from tprepro.models.registry import register_arch, register_preset

@@ -155,10 +155,22 @@ def _check_finite(value: Any, source: str, path: list[str]) -> None:
 
 
 def _check_models(params: dict, source: str) -> None:
-    """Every model the pipeline will build: a known preset and known, well-typed overrides."""
+    """Every model the pipeline will build: a known preset and known, well-typed overrides, and an
+    estimate of its training memory within the device's (params/memory.py)."""
+    from tprepro.params.memory import check_fits, section_tokens, section_train
+
+    for section, name, cfg in resolved_models(params, source):
+        train, train_key = section_train(params, section)
+        check_fits(cfg, f"{section}.{name}", train, train_key, section_tokens(params, section), source)
+
+
+def resolved_models(params: dict, source: str = DEFAULT_PARAMS) -> list[tuple[str, str, Any]]:
+    """(models section, name, ModelConfig) of every model the pipeline will build; a bad preset or
+    override is an error naming the file and key."""
     from tprepro.models.registry import resolve_model_config
 
     built = {section: names for rules in _RULES.values() for section, names in rules.models(params).items()}
+    resolved = []
     for section, names in built.items():
         models = params
         for key in section.split("."):
@@ -166,7 +178,9 @@ def _check_models(params: dict, source: str) -> None:
         for name in names:
             entry = dict(models[name])
             preset = entry.pop("preset")
-            reraise_with_key(lambda: resolve_model_config(preset, entry, where=f"{section}.{name}"), source)
+            reraise_with_key(lambda: resolved.append(
+                (section, name, resolve_model_config(preset, entry, where=f"{section}.{name}"))), source)
+    return resolved
 
 
 def reraise_with_key(check: Callable[[], Any], prefix: str) -> None:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import io
 import json
+import math
 from pathlib import Path
 from typing import Sequence
 
 import pandas as pd
 
 from tprepro.errors import TpreproError
-from tprepro.io import atomic_path, atomic_write_text
+from tprepro.io import atomic_path, atomic_write_text, read_verified, record_digest
 from tprepro.report.published import (PublishedRow, cell, comparison_note, over_seeds, paired_note, published,
                                       seeds_note)
 
@@ -18,10 +20,11 @@ MODULE_COLUMNS = ["model", "module", "split", "n", "correct", "accuracy"]
 
 
 def read_checked_csv(path: Path, columns: Sequence[str], kind: str, **read_options) -> pd.DataFrame:
-    """`columns` of the CSV at `path` (`read_options`: for pandas.read_csv); an unreadable file or a
-    missing column is an error naming the file."""
+    """`columns` of the CSV at `path` (`read_options`: for pandas.read_csv); an unreadable file, one
+    whose content differs from its recorded digest (`write_digested_csv`) or a missing column is an
+    error naming the file."""
     try:
-        frame = pd.read_csv(path, **read_options)
+        frame = pd.read_csv(io.BytesIO(read_verified(path)), **read_options)
     except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise TpreproError(f"{path}: unreadable {kind} ({exc})") from exc
     missing = set(columns) - set(frame.columns)
@@ -30,8 +33,49 @@ def read_checked_csv(path: Path, columns: Sequence[str], kind: str, **read_optio
     return frame[list(columns)]
 
 
+def checked_numbers(frame: pd.DataFrame, path: Path, column: str, low: float | None = None,
+                    high: float | None = None, integer: bool = False) -> pd.Series:
+    """`frame[column]` as numbers, each finite (an integer if `integer`) and within [low, high];
+    otherwise an error naming the file, the line (the header is line 1) and the column."""
+    values = pd.to_numeric(frame[column], errors="coerce")
+    for index, value in values.items():
+        raw = frame.at[index, column]
+        problem = None
+        if value != value or not math.isfinite(value):
+            problem = "is not a finite number"
+        elif integer and value != int(value):
+            problem = "is not an integer"
+        elif low is not None and value < low or high is not None and value > high:
+            problem = f"is outside [{low}, {high}]" if high is not None else f"is below {low}"
+        if problem:
+            raise TpreproError(f"{path}: line {index + 2}, column {column!r}: {str(raw)!r} {problem}")
+    return values
+
+
+def check_eval_rows(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
+    """An evaluation file's numbers: seed an integer, n a positive integer, 0 <= correct <= n and
+    accuracy in [0, 1], all finite; otherwise an error naming the file, line and column. The one
+    exception is what the evaluate stages write for an empty set (N2F's cleaned test set can be
+    empty): n 0, correct 0 and no accuracy."""
+    frame = frame.copy()
+    frame["seed"] = checked_numbers(frame, path, "seed", integer=True).astype(int)
+    frame["n"] = checked_numbers(frame, path, "n", low=0, integer=True).astype(int)
+    frame["correct"] = checked_numbers(frame, path, "correct", low=0)
+    empty = (frame["n"] == 0) & (frame["correct"] == 0) & frame["accuracy"].isna()
+    checked_numbers(frame[(frame["n"] == 0) & ~empty], path, "n", low=1)  # n 0 only for an empty set
+    frame.loc[~empty, "accuracy"] = checked_numbers(frame[~empty], path, "accuracy", low=0, high=1)
+    over = frame.index[frame["correct"] > frame["n"]]
+    if len(over):
+        index = over[0]
+        raise TpreproError(f"{path}: line {index + 2}, column 'correct': {frame.at[index, 'correct']:g} "
+                           f"exceeds n = {frame.at[index, 'n']}")
+    return frame
+
+
 def read_eval(paths: Sequence[Path]) -> pd.DataFrame:
-    return pd.concat([read_checked_csv(path, EVAL_COLUMNS, "evaluation file") for path in paths], ignore_index=True)
+    """The evaluation files at `paths`, each checked against its digest and its numbers range-checked."""
+    return pd.concat([check_eval_rows(read_checked_csv(path, EVAL_COLUMNS, "evaluation file"), path)
+                      for path in paths], ignore_index=True)
 
 
 def module_table(evals: pd.DataFrame) -> pd.DataFrame:
@@ -103,6 +147,13 @@ def write_csv(frame: pd.DataFrame, path: Path, float_format: str | None = "%.6f"
     """`frame` as CSV at `path`, written whole or not at all; floats to 6 decimals (None: in full)."""
     with atomic_path(path) as tmp:
         frame.to_csv(tmp, index=False, float_format=float_format)
+
+
+def write_digested_csv(frame: pd.DataFrame, path: Path, float_format: str | None = "%.6f") -> None:
+    """write_csv, then its digest recorded beside it (`<path>.sha256`): for files a later stage reads
+    (evaluation files), which read_checked_csv refuses once their content changed."""
+    write_csv(frame, path, float_format)
+    record_digest(path)
 
 
 def write_metrics(headlines: dict, path: Path) -> None:

@@ -16,7 +16,7 @@ import mlflow
 import pytest
 
 from helpers import copy_project, experiment_name, write_params
-from pipeline_kit import check_results, dvc, micro_params, planned_jobs, run, snakemake
+from pipeline_kit import check_results, dvc, micro_params, planned_jobs, run, snakemake, undeclared_code
 from tprepro.evaluate.answering import answer
 
 pytestmark = pytest.mark.slow
@@ -105,9 +105,11 @@ def project(tmp_path):
 
 def test_snakemake_pipeline_end_to_end(project, generate_python):
     root, params = project
-    snakemake(root, generate_python)
+    imports = root.parent / "imports.jsonl"  # each command's project modules (tprepro.cli.IMPORTS_LOG)
+    snakemake(root, generate_python, TPREPRO_IMPORTS_LOG=str(imports))
     check_results(root, params)
     check_mlflow(root, params)
+    assert undeclared_code(imports) == {}  # each stage's Stage.code covers what it imported
 
     assert "Nothing to be done" in snakemake(root, generate_python, "-n")
 

@@ -11,13 +11,14 @@ import pytest
 
 from helpers import (copy_project, load_default_params, micro_n2f, micro_two_variable, tool_env,
                      write_params, experiment_name)
+from pipeline_kit import undeclared_code
 
 pytestmark = pytest.mark.slow
 TASKS = ("mathqa", "algolisp")
 
 
-def run(root, *args) -> str:
-    result = subprocess.run([sys.executable, "-m", *args], cwd=root, env=tool_env(), capture_output=True,
+def run(root, *args, **env) -> str:
+    result = subprocess.run([sys.executable, "-m", *args], cwd=root, env=tool_env(**env), capture_output=True,
                             text=True, timeout=1800)
     assert result.returncode == 0, f"{' '.join(args)} failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
     return result.stdout + result.stderr
@@ -81,9 +82,11 @@ def test_n2f_pipeline_through_snakemake(tmp_path, generate_python):
     root = tmp_path / "repo"
     params = n2f_project(root)
     targets = [f"results/tables/{task}.md" for task in TASKS]
-    run(root, "snakemake", "--cores", "2", *targets)
+    imports = tmp_path / "imports.jsonl"  # each command's project modules (tprepro.cli.IMPORTS_LOG)
+    run(root, "snakemake", "--cores", "2", *targets, TPREPRO_IMPORTS_LOG=str(imports))
     check_tables(root, params)
     check_mlflow(root, params)
+    assert undeclared_code(imports) == {}  # each stage's Stage.code covers what it imported
     assert "Nothing to be done" in run(root, "snakemake", "--cores", "2", "-n", *targets)
 
     params["n2f"]["algolisp"]["models"]["lstm2tp"]["d_argument"] = 4  # one model of one task

@@ -31,7 +31,7 @@ SMALL = {"d_model": 12, "d_tuple_embedding": 8, "lstm_hidden": 16, "n_fillers": 
 def mathqa(tmp_path_factory):
     rows = load_release(release_file("mathqa/dev.json"), "dev")[:240]
     directory = write_dataset(tmp_path_factory.mktemp("mathqa") / "train", rows, rows_per_shard=80, schema=SCHEMA)
-    return open_dataset(directory), build_tuple_vocab(((r["question"], r["answer"]) for r in rows), arity=2)
+    return open_dataset(directory, schema=SCHEMA), build_tuple_vocab(((r["question"], r["answer"]) for r in rows), arity=2)
 
 
 def make_job(data, steps: int, preset: str) -> TrainJob:

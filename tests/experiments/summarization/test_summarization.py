@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import sys
 
@@ -25,7 +26,7 @@ from tprepro.errors import TpreproError
 from tprepro.evaluate.decode import greedy_decode
 from tprepro.models.registry import resolve_model_config
 from tprepro.models.registry import build_model
-from tprepro.experiments.summarization import SPLITS, TEST, TRAIN, VALIDATION
+from tprepro.experiments.summarization import SCHEMA, SPLITS, TEST, TRAIN, VALIDATION
 from tprepro.experiments.summarization.corpus import release_of, stdlib_examples, story_name, story_url, write_releases
 from tprepro.experiments.summarization.decoding import _blocked_tokens, beam_search, summarize_documents
 from tprepro.experiments.summarization.loaders import (load_arxiv, load_huggingface, load_release, load_stories, load_wikihow,
@@ -181,7 +182,7 @@ def test_malformed_arxiv_line_names_file_and_line(releases, tmp_path):
 def test_shards_hold_document_summary_id_split(releases, tmp_path):
     rows = load_huggingface(releases["xsum"], ("document", "summary"))[TRAIN]
     write_dataset(rows, tmp_path / "train", rows_per_shard=30, dataset="xsum")
-    dataset = open_dataset(tmp_path / "train", verify=True)
+    dataset = open_dataset(tmp_path / "train", verify=True, schema=SCHEMA)
     assert len(dataset.files) == math.ceil(len(rows) / 30)
     assert list(iter_rows(dataset, ("document", "summary", "id", "split"))) == rows
 
@@ -367,7 +368,7 @@ def make_job(dataset, codec, steps: int = 12) -> TrainJob:
 def test_adafactor_training_resumes_exactly(releases, codec, tmp_path):
     rows = load_huggingface(releases["xsum"], ("document", "summary"))[TRAIN]
     write_dataset(rows, tmp_path / "train", 40)
-    dataset = open_dataset(tmp_path / "train")
+    dataset = open_dataset(tmp_path / "train", schema=SCHEMA)
     full = Trainer(make_job(dataset, codec), tmp_path / "a" / "ckpt.pt")
     assert isinstance(full.optimizer, torch.optim.Adafactor)
     full.fit()
@@ -483,7 +484,7 @@ def test_predict_summarizes_each_document_with_a_trained_model(releases, codec, 
     """`tprepro predict` on a summarization model prints a beam-searched summary per document."""
     rows = load_huggingface(releases["xsum"], ("document", "summary"))[TRAIN]
     write_dataset(rows, tmp_path / "train", 40)
-    trainer = Trainer(make_job(open_dataset(tmp_path / "train"), codec, steps=6), tmp_path / "ckpt.pt")
+    trainer = Trainer(make_job(open_dataset(tmp_path / "train", schema=SCHEMA), codec, steps=6), tmp_path / "ckpt.pt")
     trainer.fit()
     trainer.export(tmp_path / "model" / "model.pt")
     documents = [rows[0]["document"], rows[1]["document"]]
@@ -512,3 +513,19 @@ def test_a_missing_or_broken_evaluation_file_is_named(tmp_path):
         read_run_evaluation(evaluation, "tpt_d", "xsum", 1)
     (tmp_path / "tpt_d-s1.roles.json").write_text('{"role_sharpness": 0.25}')
     assert read_run_evaluation(evaluation, "tpt_d", "xsum", 1).role_sharpness == 0.25
+
+
+@pytest.mark.parametrize("value, problem", [("2.5", "'2.5' is outside [0, 1]"), ("inf", "'inf' is not a finite number"),
+                                            ("", "'' is not a finite number"), ("x", "'x' is not a finite number")])
+def test_per_document_rouge_is_range_checked_and_digested(tmp_path, value, problem):
+    from tprepro.experiments.summarization.stages import read_run_evaluation
+    from tprepro.io import record_digest
+
+    evaluation, documents = tmp_path / "tpt_d-s1.csv", tmp_path / "tpt_d-s1.documents.csv"
+    documents.write_text(f"id,rouge1,rouge2,rougeL,reference,prediction\nd0,0.5,0,{value},a b,a\n")
+    record_digest(documents)
+    with pytest.raises(TpreproError, match=re.escape(f"{documents}: line 2, column 'rougeL': {problem}")):
+        read_run_evaluation(evaluation, "tpt_d", "xsum", 1)
+    documents.write_text("id,rouge1,rouge2,rougeL,reference,prediction\nd0,0.5,0,0.5,a b,a\n")  # digest not updated
+    with pytest.raises(TpreproError, match="its content changed after it was written"):
+        read_run_evaluation(evaluation, "tpt_d", "xsum", 1)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE, SPLITS, TRAIN_SPLITS
 from tprepro.experiments.mathematics.settings import check_mathematics
-from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, PUBLISHING, SHARED_OPTIONS, TRAINING, DvcStage,
-                                 Experiment, Option, Reported, Stage, accuracy_bars, learning_curve, options,
+from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, MODEL_CODE, PUBLISHING, SHARED_OPTIONS, TRAINING,
+                                 DvcStage, Experiment, Option, Reported, Stage, accuracy_bars, learning_curve, options,
                                  table_arguments, table_files, table_outputs, train_arguments, trained)
 
 
@@ -118,7 +118,8 @@ EXPERIMENT = Experiment(
                       processes=Option("shards generated in parallel", type=int, default=1)),
               _data,
               code=(*COMMON, "experiments/mathematics/data_stage.py", "experiments/mathematics/generate.py",
-                    "experiments/mathematics/release.py", "experiments/mathematics/modules.py", "data/shards.py"),
+                    "experiments/mathematics/release.py", "experiments/mathematics/modules.py", "data/shards.py",
+                    "children.py"),
               params=("data",),
               dvc=(DvcStage("tprepro data --split ${item.split} --module ${item.module} "
                             "--out data/mathematics/${item.split}/${item.module} --processes 1",
@@ -133,7 +134,7 @@ EXPERIMENT = Experiment(
                       out="index file to write (JSON)"),
               _split_index,
               code=(*COMMON, "experiments/mathematics/data_stage.py", "experiments/mathematics/modules.py",
-                    "data/shards.py"),
+                    "data/shards.py", "children.py"),
               params=("grid.modules", "grid.extrapolation_modules"),
               dvc=(DvcStage(f"tprepro split-index --split ${{item.split}} --out {split_index('${item.split}')}",
                             matrix={"split": SPLITS}, deps=(f"{DATA}/${{item.split}}",),
@@ -141,7 +142,7 @@ EXPERIMENT = Experiment(
         Stage("vocab", "build the character vocabulary from the training shards",
               options(train=TRAIN_DATA, out="vocabulary file to write (JSON)"), _vocab,
               code=(*COMMON, "experiments/mathematics/stages.py", "experiments/mathematics/modules.py",
-                    "data/shards.py", "data/vocab.py"),
+                    "data/shards.py", "data/vocab.py", "data/batching.py", "pipeline.py"),
               params=("vocab", "grid.modules"),
               dvc=(DvcStage(f"tprepro vocab --out {VOCAB}",
                             deps=TRAIN_INDEXES, outs=(VOCAB,)),)),
@@ -170,7 +171,8 @@ EXPERIMENT = Experiment(
                             plots=(accuracy_bars(f"{EVALS}/{RUN}.csv", per="module"),)),)),
         Stage("tables", "assemble Table 1, the per-module table and figure",
               table_arguments(located={"models_dir": MODELS, "eval_dir": EVALS}, **FIGURES), _tables,
-              code=(*PUBLISHING, "experiments/mathematics/stages.py", "experiments/mathematics/figures.py"),
+              code=(*PUBLISHING, *MODEL_CODE, "experiments/mathematics/stages.py",
+                    "experiments/mathematics/figures.py"),
               params=("report", "grid", "train.steps", "train.batch_size", "data.test_per_module"),
               dvc=(DvcStage(f"tprepro tables --table {TABLE} "
                             f"--metrics {METRICS} --modules-csv results/tables/mathematics_modules.csv "
@@ -200,7 +202,7 @@ EXPERIMENT = Experiment(
                       csv="the MSE table (CSV)",
                       md="the MSE table (markdown)", figure="the MSE bar chart (PNG)"),
               _reconstruction,
-              code=(*PUBLISHING, "interpret", "experiments/mathematics/interpret.py"),
+              code=(*INTERPRETING, *PUBLISHING, "experiments/mathematics/interpret.py"),
               params=("grid",),
               dvc=(DvcStage(f"tprepro interpret-reconstruction --csv {RECONSTRUCTION}.csv --md {RECONSTRUCTION}.md "
                             f"--figure {RECONSTRUCTION}.png",

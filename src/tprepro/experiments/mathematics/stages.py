@@ -25,7 +25,7 @@ def module_datasets(split_dirs: Sequence[Path], modules: Sequence[str]) -> list[
 def build_vocab_stage(params_path: str, train_dirs: Sequence[Path], out: Path) -> None:
     from tprepro.data.vocab import build_vocab
 
-    params = load_params(params_path)
+    params = load_params(params_path, models=False)  # builds no model
     datasets = [ds for _, _, ds in module_datasets(train_dirs, params["grid"]["modules"])]
     vocab = build_vocab(datasets, params["vocab"]["min_count"])
     vocab.save(out)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from tprepro.data.codecs import CodecKind
 from tprepro.experiments.n2f.settings import check_n2f
-from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, PUBLISHING, TRAINING, DvcStage,
+from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, MODEL_CODE, PUBLISHING, TRAINING, DvcStage,
                                  Experiment, Option, Reported, Stage, options, table_arguments, table_files,
                                  table_outputs, test_arguments, train_arguments, trained)
 from tprepro.experiments.n2f import TASKS
@@ -73,26 +73,29 @@ QUALITY = "results/n2f/${item.task}_quality.json"
 TABLE = "results/tables/${item.task}"
 METRICS = "results/${item.task}_metrics.json"
 
+# What importing the tasks brings (tuples.py: the reserved tuple ids; tuple_vocab.py: batching;
+# tasks.py: report/published.py; stages.py: pipeline.py), beside the experiment's own package.
+TASK_CODE = ("experiments/n2f", "data/shards.py", "data/tuple_ids.py", "data/batching.py", "report", "pipeline.py")
 EXPERIMENT = Experiment(
     name="n2f",
     title="Chen et al. 2020: TP-N2F and its baselines on MathQA (Table 1) and AlgoLisp (Table 2)",
     stages=(
         Stage("n2f-data", "load or generate an N2F task's train/ and test/ sets and vocabularies",
               options(task=TASK, out="directory for train/, test/ and vocab.json"), _data,
-              code=(*COMMON, "experiments/n2f", "data/shards.py"),
+              code=(*COMMON, *TASK_CODE),
               params=("n2f.{task}.data", "vocab"),
               dvc=(DvcStage(f"tprepro n2f-data --task ${{item.task}} --out {DATA}", matrix=EACH_TASK,
                             outs=(f"{DATA}/train", f"{DATA}/test", f"{DATA}/vocab.json")),)),
         Stage("n2f-quality", "how often the gold programs succeed, per split",
               options(task=TASK, data="the task's data directory (train/ and test/)", out="JSON report"),
               _quality,
-              code=(*COMMON, "experiments/n2f", "data/shards.py", "tracking"),
+              code=(*COMMON, *TASK_CODE, "tracking", "invocation.py"),
               params=("n2f.{task}.data", "n2f.{task}.evaluate"),
               dvc=(DvcStage(f"tprepro n2f-quality --task ${{item.task}} --data {DATA} --out {QUALITY}",
                             matrix=EACH_TASK, deps=(f"{DATA}/train", f"{DATA}/test"), results=(QUALITY,)),)),
         Stage("n2f-train", "train one N2F model (resumes from its last checkpoint)",
               train_arguments("n2f.models", "n2f.seeds", task=TASK), _train,
-              processes=_train_processes, code=(*TRAINING, "experiments/n2f"),
+              processes=_train_processes, code=(*TRAINING, *TASK_CODE),
               params=("n2f.{task}.models.{model}", "n2f.{task}.train", "n2f.train", "train"),
               dvc=(DvcStage("tprepro n2f-train --task ${item.task} --model ${item.model} --seed ${item.seed} "
                             f"--train {DATA}/train --vocab {DATA}/vocab.json --out {MODELS}/{RUN} "
@@ -108,7 +111,7 @@ EXPERIMENT = Experiment(
                             matrix=RUNS,
                             deps=(*trained(f"{MODELS}/{RUN}"), f"{DATA}/test"), results=(f"{EVALS}/{RUN}.csv",)),)),
         Stage("n2f-tables", "the task's table (MathQA: Table 1, AlgoLisp: Table 2)",
-              table_arguments(task=TASK), _tables, code=(*PUBLISHING, "experiments/n2f"),
+              table_arguments(task=TASK), _tables, code=(*PUBLISHING, *MODEL_CODE, *TASK_CODE),
               params=("n2f.seeds", "n2f.train", "n2f.{task}.train", "train.steps", "train.batch_size", "n2f.models"),
               dvc=(DvcStage(f"tprepro n2f-tables --task ${{item.task}} --eval-dir {EVALS} --models-dir {MODELS} "
                             f"--table {TABLE} "
@@ -117,7 +120,7 @@ EXPERIMENT = Experiment(
                             results=table_files(TABLE, "n2f"), metrics=(METRICS,)),)),
         Stage("interpret-n2f", "cluster the TP-N2F decoder's relation unbinding vectors",
               options("model_dir", "test", "out", task=TASK), _interpret,
-              code=(*INTERPRETING, "experiments/n2f"),
+              code=(*INTERPRETING, *TASK_CODE),
               params=("interpret.seed", "n2f.interpret.unbinding"),
               dvc=(DvcStage(f"tprepro interpret-n2f --task ${{item.task}} --model-dir {MODELS}/{UNBOUND} "
                             f"--test {DATA}/test --out n2f/interpret/${{item.task}}",

@@ -16,6 +16,7 @@ from tprepro.params import load_params
 
 def n2f_stage(params_path: str, task: str, model_dir: Path, test_dir: Path, out: Path) -> None:
     """n2f/interpret/<task>/: the TP-N2F decoder's relation unbinding vectors, clustered."""
+    from tprepro.experiments.n2f.tasks import get_task
     from tprepro.interpret import unbinding_clusters as unbinding
 
     params = load_params(params_path)
@@ -26,7 +27,8 @@ def n2f_stage(params_path: str, task: str, model_dir: Path, test_dir: Path, out:
     if not unbinding.has_unbinding(model):
         raise TpreproError(f"{params_path}: n2f.interpret.unbinding.model: {setting['model']!r} has no TP-N2F "
                            "decoder (no relation unbinding vectors): choose tp_n2f or lstm2tp")
-    rows = pairs(sample_rows(open_dataset(test_dir), setting["n"], f"{seed}:unbinding"))
+    dataset = open_dataset(test_dir, schema=get_task(task).schema)
+    rows = pairs(sample_rows(dataset, setting["n"], f"{seed}:unbinding"))
     names, means, counts = unbinding.relation_means(model, vocab, rows, params["n2f"]["evaluate"]["batch_size"])
     if not names:
         raise TpreproError(f"{test_dir}: the sampled programs use no operator")

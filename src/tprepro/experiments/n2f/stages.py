@@ -36,7 +36,7 @@ def data_stage(params_path: str, task: str, out: Path) -> None:
     """Write `out/train`, `out/test` (parquet) and `out/vocab.json` (the training split's vocabularies)."""
     from tprepro.experiments.n2f.tuple_vocab import build_tuple_vocab
 
-    params = load_params(params_path)
+    params = load_params(params_path, models=False)  # builds no model
     spec = get_task(task)
     settings = _task_settings(params, task, params_path)["data"]
     splits = spec.load(settings)  # {"train": rows, "test": rows}
@@ -60,12 +60,12 @@ def quality_stage(params_path: str, task: str, data_dir: Path, out: Path) -> Non
     from tprepro.data.shards import iter_rows
     from tprepro.tracking.run import Run
 
-    params = load_params(params_path)
+    params = load_params(params_path, models=False)  # builds no model
     spec = get_task(task)
     settings = _task_settings(params, task, params_path)
     report = {}
     for split in (TRAIN, TEST):
-        rows = list(iter_rows(open_dataset(data_dir / split), spec.schema.names))
+        rows = list(iter_rows(open_dataset(data_dir / split, schema=spec.schema), spec.schema.names))
         report[split] = {"label": spec.split_label(settings["data"], split), **spec.quality(rows, settings)}
         print(f"{split} ({report[split]['label']}): {json.dumps(report[split], sort_keys=True)}")
     atomic_write_text(out, json.dumps(report, indent=2, sort_keys=True) + "\n")
@@ -90,7 +90,8 @@ def train_stage(params_path: str, task: str, name: str, seed: int, train_dir: Pa
         raise TpreproError(f"{params_path}: n2f.{task}.models.{name}.tuple_arity: {task} tuples have "
                            f"{spec.arity} arguments, the model {model.family.tuple_arity}")
     config = TrainConfig.from_params({"train": n2f_train(params, task)})
-    return train_model(TrainingRun(name, seed, model, config, {"train": open_dataset(train_dir)}, vocab_path,
+    train = open_dataset(train_dir, schema=spec.schema)
+    return train_model(TrainingRun(name, seed, model, config, {"train": train}, vocab_path,
                                    out, checkpoints, mlflow_experiment(params, "n2f"), data_settings=settings["data"],
                                    run_prefix=f"{task}/", codec=TupleVocab.load(vocab_path)))
 
@@ -142,7 +143,7 @@ def evaluate_stage(params_path: str, task: str, model_dir: Path, test_dir: Path,
     spec = get_task(task)
     settings = _task_settings(params, task, params_path)
     evaluation = params["n2f"]["evaluate"]
-    rows = list(iter_rows(open_dataset(test_dir), spec.schema.names))
+    rows = list(iter_rows(open_dataset(test_dir, schema=spec.schema), spec.schema.names))
 
     def score_programs(model, vocab, summary: dict) -> list[dict]:
         predictions = predict_programs(model, vocab, [r["question"] for r in rows], evaluation["batch_size"],

@@ -27,7 +27,7 @@ from tprepro.experiments.n2f.tuples import (ARG_NONE, ARG_PAD, NO_ARG, REL_BOS, 
                                  parse_program)
 from tprepro.errors import TpreproError
 from tprepro.io import atomic_write_text, read_verified, record_digest
-from tprepro.models.tuple_ids import RELATION_SPECIALS
+from tprepro.data.tuple_ids import RELATION_SPECIALS
 
 WORD_SPECIALS = ("<pad>", "<unk>")
 ARGUMENT_SPECIALS = ("<pad>", NO_ARG, "<unk>")  # ids ARG_PAD, ARG_NONE, 2

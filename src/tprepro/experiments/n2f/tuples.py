@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tprepro.errors import TpreproError
-from tprepro.models.tuple_ids import ARG_NONE, ARG_PAD, REL_BOS, REL_EOS, REL_PAD  # noqa: F401  (the models' reserved ids)
+from tprepro.data.tuple_ids import ARG_NONE, ARG_PAD, REL_BOS, REL_EOS, REL_PAD  # noqa: F401  (the models' reserved ids)
 
 NO_ARG = "<none>"  # filler of an argument slot the relation does not use
 TUPLE_SEPARATOR = " | "

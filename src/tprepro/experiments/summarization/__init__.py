@@ -9,8 +9,13 @@ stages.py wires them into pipeline stages.
 
 from pathlib import Path
 
+import pyarrow as pa
+
 TRAIN, VALIDATION, TEST = "train", "validation", "test"
 SPLITS = (TRAIN, VALIDATION, TEST)
+# The columns of every summarization dataset's shards: what loaders.write_dataset writes and the
+# stages read (data.shards.open_dataset checks each shard against it).
+SCHEMA = pa.schema([pa.field(name, pa.string(), nullable=False) for name in ("document", "summary", "id", "split")])
 DATASETS = ("xsum", "cnndm", "wikihow", "arxiv")
 DOCUMENTS_SUFFIX = ".documents.csv"  # a run's per-document scores: eval/<dataset>/<run>.documents.csv
 

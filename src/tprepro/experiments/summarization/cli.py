@@ -48,7 +48,7 @@ DATA_DIR = Option("the dataset's data directory")
 
 S = "experiments/summarization"
 DATA_CODE = (f"{S}/__init__.py", f"{S}/corpus.py", f"{S}/loaders.py", f"{S}/tokenizer.py", f"{S}/settings.py",
-             f"{S}/stages.py", "data/shards.py")
+             f"{S}/stages.py", "data/shards.py", "data/batching.py", "pipeline.py")
 CODEC = CodecKind("tprepro.experiments.summarization.tokenizer:SubwordCodec",
                   answer="tprepro.experiments.summarization.stages:answer_documents")
 # dvc.yaml's paths: a run's dataset, model and seed range over RUNS.
@@ -69,7 +69,7 @@ EXPERIMENT = Experiment(
     stages=(
         Stage("summarization-corpus", "write the CI corpus (stdlib docstrings) in every release format",
               options(out="directory for the release files"), _corpus,
-              code=(*COMMON, f"{S}/__init__.py", f"{S}/corpus.py", f"{S}/stages.py"),
+              code=(*COMMON, f"{S}/__init__.py", f"{S}/corpus.py", f"{S}/stages.py", "pipeline.py"),
               params=("summarization.corpus",),
               dvc=(DvcStage(f"tprepro summarization-corpus --out {CORPUS}", outs=(CORPUS,)),)),
         Stage("summarization-data", "load one dataset's release into shards and train its subword model",
@@ -85,7 +85,8 @@ EXPERIMENT = Experiment(
               options("checkpoints", dataset=DATASET, model="a name in summarization.models",
                       seed=Option("training seed (one of summarization.seeds)", type=int), data=DATA_DIR,
                       out="directory for model.pt and train_metrics.json"),
-              _train, code=(*TRAINING, f"{S}/tokenizer.py", f"{S}/settings.py", f"{S}/stages.py"),
+              _train, code=(*TRAINING, f"{S}/__init__.py", f"{S}/tokenizer.py", f"{S}/decoding.py", f"{S}/settings.py",
+                            f"{S}/stages.py"),
               params=("summarization.models.{model}", "summarization.train", "summarization.data", "train"),
               dvc=(DvcStage("tprepro summarization-train --dataset ${item.dataset} --model ${item.model} "
                             f"--seed ${{item.seed}} --data {DATA} --out {MODEL} --checkpoints {CHECKPOINTS}",

@@ -27,12 +27,10 @@ import pyarrow.parquet as pq
 
 from tprepro.data import shards
 from tprepro.errors import TpreproError
-from tprepro.experiments.summarization import SPLITS, VALIDATION
+from tprepro.experiments.summarization import SCHEMA, SPLITS, VALIDATION
 from tprepro.experiments.summarization.corpus import (ARXIV_SPLIT_FILES, URL_LISTS, WIKIHOW_SPLIT_FILES, split_of,
                                           story_name, wikihow_title_key)
 
-SCHEMA = pa.schema([pa.field(name, pa.string(), nullable=False)
-                    for name in ("document", "summary", "id", "split")])
 # The column names of each Hugging Face export: (document, summary).
 HF_COLUMNS = {"xsum": ("document", "summary"), "cnndm": ("article", "highlights")}
 FORMATS = ("huggingface", "stories", "wikihow_csv", "arxiv_jsonl")

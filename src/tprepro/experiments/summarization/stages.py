@@ -20,7 +20,7 @@ from tprepro.experiments import mlflow_experiment
 from tprepro.io import atomic_directory
 from tprepro.pipeline import (MODEL_FILE, TrainingRun, evaluate_trained, model_config, publish_table,
                               require_model, role_sharpness_path, train_model, write_role_sharpness)
-from tprepro.experiments.summarization import SPLITS, TEST, TRAIN, documents_path
+from tprepro.experiments.summarization import SCHEMA, SPLITS, TEST, TRAIN, documents_path
 from tprepro.experiments.summarization.settings import release_path, summarization_train
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ def corpus_stage(params_path: str, out: Path) -> None:
 
     from tprepro.experiments.summarization.corpus import release_of, stdlib_examples, write_releases
 
-    settings = load_params(params_path)["summarization"]["corpus"]
+    settings = load_params(params_path, models=False)["summarization"]["corpus"]
     fractions = {"validation": settings["validation_fraction"], "test": settings["test_fraction"]}
     examples = stdlib_examples(settings["max_examples"], fractions)
     shares = Counter(release_of(e.id) for e in examples)
@@ -56,7 +56,7 @@ def data_stage(params_path: str, dataset: str, corpus_dir: Path, out: Path) -> N
     from tprepro.experiments.summarization.loaders import load_release, write_dataset
     from tprepro.experiments.summarization.tokenizer import train_subwords
 
-    params = load_params(params_path)
+    params = load_params(params_path, models=False)  # builds no model
     section = params["summarization"]
     _dataset_settings(params, dataset, params_path)
     settings = {**section["datasets"][dataset], "path": str(release_path(params, dataset, corpus_dir))}
@@ -91,8 +91,8 @@ def train_stage(params_path: str, dataset: str, name: str, seed: int, data_dir: 
     require_model(params_path, section["models"], name, MODELS)
     config = TrainConfig.from_params({"train": summarization_train(params)})
     return train_model(TrainingRun(name, seed, model_config(params, name, MODELS), config,
-                                   {"train": open_dataset(data_dir / TRAIN)}, data_dir / SUBWORD_MODEL, out,
-                                   checkpoints, mlflow_experiment(params, "summarization"),
+                                   {"train": open_dataset(data_dir / TRAIN, schema=SCHEMA)}, data_dir / SUBWORD_MODEL,
+                                   out, checkpoints, mlflow_experiment(params, "summarization"),
                                    data_settings={**section["data"], "dataset": dataset},
                                    run_prefix=f"{RUN_PREFIX}{dataset}/", codec=load_codec(params, data_dir)))
 
@@ -119,13 +119,13 @@ def evaluate_stage(params_path: str, dataset: str, model_dir: Path, data_dir: Pa
     from tprepro.experiments.summarization.scoring import rouge_f1
     from tprepro.experiments.summarization.table import DOCUMENT_COLUMNS
     from tprepro.experiments.summarization.tokenizer import SubwordCodec
-    from tprepro.report.tables import write_csv
+    from tprepro.report.tables import write_digested_csv
 
     params = load_params(params_path)
     section = params["summarization"]
     _dataset_settings(params, dataset, params_path)
     settings = section["evaluate"]
-    rows = list(iter_rows(open_dataset(data_dir / TEST), ("document", "summary", "id")))
+    rows = list(iter_rows(open_dataset(data_dir / TEST, schema=SCHEMA), ("document", "summary", "id")))
     rows = rows[: settings["max_documents"] or None]
     documents_out = documents_path(out)
 
@@ -141,7 +141,7 @@ def evaluate_stage(params_path: str, dataset: str, model_dir: Path, data_dir: Pa
         f1 = rouge_f1(predictions, [r["summary"] for r in rows])  # {rouge type: [documents]}
         documents = pd.DataFrame({"id": [r["id"] for r in rows], **f1, "reference": [r["summary"] for r in rows],
                                   "prediction": predictions}, columns=list(DOCUMENT_COLUMNS))
-        write_csv(documents, documents_out, float_format=None)  # F1 in full: the table's means are exact
+        write_digested_csv(documents, documents_out, float_format=None)  # F1 in full: the table's means are exact
         return [{"module": name, "split": TEST, "n": len(rows), "correct": float(values.sum()),
                  "accuracy": float(values.mean()) if len(values) else float("nan")} for name, values in f1.items()]
 
@@ -158,11 +158,15 @@ def evaluate_stage(params_path: str, dataset: str, model_dir: Path, data_dir: Pa
 def read_run_evaluation(evaluation: Path, model: str, dataset: str, seed: int) -> RunEvaluation:
     """A run's per-document scores and (discrete-role models) role sharpness, the files the evaluate
     stage writes beside its evaluation CSV `evaluation`."""
+    from tprepro.experiments.summarization.scoring import ROUGE_TYPES
     from tprepro.experiments.summarization.table import DOCUMENT_COLUMNS, RunEvaluation
-    from tprepro.report.tables import read_checked_csv
+    from tprepro.report.tables import checked_numbers, read_checked_csv
 
-    documents = read_checked_csv(documents_path(evaluation), DOCUMENT_COLUMNS, "per-document ROUGE file",
+    path = documents_path(evaluation)
+    documents = read_checked_csv(path, DOCUMENT_COLUMNS, "per-document ROUGE file",
                                  keep_default_na=False, dtype={"id": str, "reference": str, "prediction": str})
+    for name in ROUGE_TYPES:  # F1 of each document: a finite number in [0, 1]
+        documents[name] = checked_numbers(documents, path, name, low=0, high=1)
     roles_path = role_sharpness_path(evaluation)
     try:
         sharpness = json.loads(roles_path.read_text(encoding="utf-8"))["role_sharpness"]
@@ -178,7 +182,7 @@ def tables_stage(params_path: str, eval_dir: Path, out: Mapping[str, Path]) -> N
     written to the paths of `out` (table_csv, table_md, table_html, metrics)."""
     from tprepro.experiments.summarization.table import read_published, summary_markdown, summary_table
 
-    params = load_params(params_path)
+    params = load_params(params_path, models=False)  # builds no model
     section = params["summarization"]
     evals = [read_run_evaluation(eval_dir / dataset / f"{name}-s{seed}.csv", name, dataset, seed)
              for dataset in section["datasets"] for name in section["models"] for seed in section["seeds"]]

@@ -1,5 +1,6 @@
 """The paper's main table (rows: Transformer, TPT-c, TPT-d; columns: ROUGE-1/2/L per dataset)
-and the report around it: published numbers, TPT-d role one-hotness, sample summaries.
+and the report around it: published numbers, TPT-d role one-hotness, sample summaries (documents'
+and models' text escaped: report.html.markdown_text).
 
 Each cell is the mean F1 over a model's seeds (each seed: the mean over the test documents),
 with the percentile-bootstrap interval over documents (a document's score: its mean over seeds)
@@ -17,6 +18,7 @@ import pandas as pd
 
 from tprepro.errors import TpreproError
 from tprepro.experiments.summarization.scoring import ROUGE_TYPES, bootstrap_interval
+from tprepro.report.html import markdown_text
 
 LABELS = {"transformer": "Transformer", "tpt_c": "TPT-c", "tpt_d": "TPT-d"}
 SHORT = {"rouge1": "R-1", "rouge2": "R-2", "rougeL": "R-L"}
@@ -120,7 +122,7 @@ def summary_markdown(table: pd.DataFrame, evals: list[RunEvaluation], published:
     if published is None:
         lines.append("Published numbers: none (no published-numbers file; summarization.report.published).")
     else:
-        lines.append("Published numbers: " + "; ".join(sorted(set(map(str, published["source"])))) + ".")
+        lines.append("Published numbers: " + "; ".join(sorted(set(map(markdown_text, published["source"])))) + ".")
 
     sharp = [(r["model"], d, r[f"{d}.role_sharpness"]) for r in table.to_dict("records") for d in datasets
              if r[f"{d}.role_sharpness"] == r[f"{d}.role_sharpness"]]
@@ -139,10 +141,10 @@ def summary_markdown(table: pd.DataFrame, evals: list[RunEvaluation], published:
                     first_seed.setdefault(e.model, e.documents)
             reference = next(iter(first_seed.values())).head(samples)
             for index, sample in enumerate(reference.itertuples()):
-                lines += [f"**{d} / {sample.id}**", "", f"- reference: {sample.reference}"]
+                lines += [f"**{d} / {markdown_text(sample.id)}**", "", f"- reference: {markdown_text(sample.reference)}"]
                 for model in table["model"]:
                     if model in first_seed and index < len(first_seed[model]):
                         prediction = first_seed[model]["prediction"].iloc[index]
-                        lines.append(f"- {label(model)}: {prediction or '(empty)'}")
+                        lines.append(f"- {label(model)}: {markdown_text(prediction) if prediction else '(empty)'}")
                 lines.append("")
     return "\n".join(lines).rstrip() + "\n"

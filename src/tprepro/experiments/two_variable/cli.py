@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tprepro.experiments.two_variable.settings import check_two_variable
-from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, PUBLISHING, SHARED_OPTIONS, TRAINING, DvcStage,
-                                 Experiment, Reported, Stage, accuracy_bars, learning_curve, options,
+from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, MODEL_CODE, PUBLISHING, SHARED_OPTIONS, TRAINING,
+                                 DvcStage, Experiment, Reported, Stage, accuracy_bars, learning_curve, options,
                                  table_arguments, table_files, table_outputs, test_arguments, train_arguments,
                                  trained)
 
@@ -61,7 +61,7 @@ EXPERIMENT = Experiment(
         Stage("two-variable-data", "generate the two-variable arithmetic data (train/ and test/) and its vocabulary",
               options(out="directory for the train/ and test/ datasets", vocab="vocabulary file to write"), _data,
               code=(*COMMON, "experiments/two_variable/data.py", "experiments/two_variable/stages.py",
-                    "data/shards.py", "data/vocab.py"),
+                    "data/shards.py", "data/vocab.py", "data/batching.py", "pipeline.py"),
               params=("two_variable.data", "vocab"),
               dvc=(DvcStage(f"tprepro two-variable-data --out {DATA} --vocab {VOCAB}",
                             outs=(TRAIN, TEST, VOCAB)),)),
@@ -89,7 +89,7 @@ EXPERIMENT = Experiment(
         Stage("two-variable-tables", "the per-type table (Wangperawong, Table 3)",
               table_arguments(located={"models_dir": MODELS, "eval_dir": EVALS},
                               curves="the learning-curve figure (PNG)"), _tables,
-              code=(*PUBLISHING, "experiments/two_variable/stages.py", "experiments/two_variable/table.py",
+              code=(*PUBLISHING, *MODEL_CODE, "experiments/two_variable/stages.py", "experiments/two_variable/table.py",
                     "experiments/two_variable/data.py"),
               params=("two_variable.models", "two_variable.seeds", "two_variable.train", "two_variable.data.size",
                       "train"),

@@ -27,7 +27,7 @@ def data_stage(params_path: str, out: Path, vocab_out: Path) -> None:
     from tprepro.experiments.two_variable.data import write_two_variable
     from tprepro.data.vocab import build_vocab
 
-    params = load_params(params_path)
+    params = load_params(params_path, models=False)  # builds no model
     settings = params["two_variable"]["data"]
     directories = write_two_variable(out, **settings)
     vocab = build_vocab([open_dataset(directories["train"])], params["vocab"]["min_count"])

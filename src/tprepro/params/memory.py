@@ -1,0 +1,139 @@
+"""Will a model and its batch fit the device? An order-of-magnitude estimate, checked when params are
+validated, so that a run that cannot fit (`d_model: 65536`) is refused before anything is allocated,
+naming the params key, instead of dying later in the allocator.
+
+The estimate (`training_bytes`) is a lower bound of the right order, in float32:
+- weights, their gradients and Adam's two moments: 16 bytes per weight, the weights counted from the
+  core sizes (per encoder layer 4 d² attention + 2 d d_ff feed-forward, per decoder layer 8 d² +
+  2 d d_ff; embeddings left out: the vocabulary is not known at validation);
+- activations kept for the backward pass, per example: per encoder layer S (8 d + 2 d_ff) values for
+  the sub-layers' inputs and outputs and 2 H S² attention weights, per decoder layer T (12 d + 2 d_ff)
+  and 2 H (T² + T S), for S source and T target tokens (the experiment's `data.max_source_tokens` and
+  `max_target_tokens` where it names them, else NOMINAL_TOKENS), times each process's share of
+  `train.batch_size`.
+The real peak is higher (embeddings, the optimizer's temporaries, the allocator's slack), so a run
+estimated above the device's memory cannot fit, and one below it may still not.
+
+The device's memory (`device_memory`): a visible CUDA device's total memory (torch's
+get_device_properties, which reads it without creating a context on the device); on `device: cpu`,
+the machine's physical RAM (os.sysconf). Where `device` is `auto` or `cuda` and this machine shows
+no GPU, the job may run elsewhere (Snakemake on a login node submitting to GPU nodes), so only what
+no single device could hold is refused: the limit is then the larger of the RAM and LARGEST_DEVICE;
+the job's own validation, on the node it runs on, checks that node's device.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from tprepro.errors import TpreproError
+
+FLOAT_BYTES = 4
+STATE_PER_WEIGHT = 4  # the weight, its gradient, Adam's first and second moments
+NOMINAL_TOKENS = (48, 16)  # (source, target) tokens of an example where the params name no lengths
+LARGEST_DEVICE = 141 * 2**30  # an H200's memory: the most one device that the project targets holds
+GIB = 2**30
+
+
+@dataclass(frozen=True)
+class Estimate:
+    state: int  # bytes of weights, gradients and optimizer state
+    activations: int  # bytes of activations for one process's batch
+
+    @property
+    def total(self) -> int:
+        return self.state + self.activations
+
+
+def weight_count(cfg) -> int:
+    """Weights of the attention and feed-forward layers of a ModelConfig (embeddings left out)."""
+    d, ff = cfg.d_model, cfg.d_ff
+    return cfg.n_encoder_layers * (4 * d * d + 2 * d * ff) + cfg.n_decoder_layers * (8 * d * d + 2 * d * ff)
+
+
+def training_bytes(cfg, batch_size: int, tokens: tuple[int, int]) -> Estimate:
+    """The module docstring's estimate for one process training `cfg` on batches of `batch_size`
+    examples of `tokens` (source, target) tokens."""
+    d, ff, heads = cfg.d_model, cfg.d_ff, cfg.n_heads
+    source, target = tokens
+    per_example = (cfg.n_encoder_layers * (source * (8 * d + 2 * ff) + 2 * heads * source * source)
+                   + cfg.n_decoder_layers * (target * (12 * d + 2 * ff) + 2 * heads * target * (target + source)))
+    return Estimate(STATE_PER_WEIGHT * FLOAT_BYTES * weight_count(cfg), FLOAT_BYTES * batch_size * per_example)
+
+
+def device_memory(device: str) -> tuple[int, str]:
+    """(bytes, what they are) of the memory a job with `train.device` `device` trains in here."""
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if device == "cpu":
+        return ram, f"{ram / GIB:.0f} GiB of RAM"
+    import torch
+
+    if torch.cuda.is_available():
+        index = int(os.environ.get("LOCAL_RANK", 0)) % torch.cuda.device_count()
+        total = torch.cuda.get_device_properties(index).total_memory
+        return total, f"{total / GIB:.0f} GiB of CUDA device {index}"
+    limit = max(ram, LARGEST_DEVICE)
+    return limit, f"{limit / GIB:.0f} GiB (no GPU here for device {device!r}: the most one device holds)"
+
+
+def processes_here(train: dict) -> int:
+    """The data-parallel processes sharing one job's batch (0: one per visible GPU, at least one)."""
+    if train.get("processes", 1):
+        return int(train["processes"])
+    import torch
+
+    return max(torch.cuda.device_count(), 1)
+
+
+def _prefixes(section: str) -> list[list[str]]:
+    """The params sections around a models mapping, outermost first: "n2f.mathqa.models" ->
+    [[], ["n2f"], ["n2f", "mathqa"]]."""
+    parts = section.split(".")[:-1]
+    return [parts[:i] for i in range(len(parts) + 1)]
+
+
+def _at(params: dict, path: list[str]) -> dict:
+    for key in path:
+        params = params.get(key) or {} if isinstance(params, dict) else {}
+    return params if isinstance(params, dict) else {}
+
+
+def section_train(params: dict, section: str) -> tuple[dict, str]:
+    """The train settings the models of `section` train with (`train`, then each enclosing section's
+    `train` on top, as the experiments merge them) and the key that sets their batch size."""
+    merged, key = {}, "train"
+    for path in _prefixes(section):
+        own = _at(params, [*path, "train"])
+        merged.update(own)
+        if "batch_size" in own:
+            key = ".".join([*path, "train"])
+    return merged, key
+
+
+def section_tokens(params: dict, section: str) -> tuple[int, int]:
+    """(source, target) tokens of an example for the models of `section`: the innermost `data`
+    section's max_source_tokens and max_target_tokens, else NOMINAL_TOKENS."""
+    tokens = NOMINAL_TOKENS
+    for path in _prefixes(section):
+        data = _at(params, [*path, "data"])
+        if "max_source_tokens" in data and "max_target_tokens" in data:
+            tokens = (int(data["max_source_tokens"]), int(data["max_target_tokens"]))
+    return tokens
+
+
+def check_fits(cfg, where: str, train: dict, train_key: str, tokens: tuple[int, int], source: str,
+               memory: tuple[int, str] | None = None) -> None:
+    """Refuse model `cfg` (params key `where`) trained with `train` (merged settings, from `train_key`)
+    when its estimate exceeds `memory` ((bytes, description); default: device_memory's), naming the key
+    that dominates the estimate."""
+    batch = -(-int(train["batch_size"]) // processes_here(train))
+    estimate = training_bytes(cfg, batch, tokens)
+    limit, described = memory or device_memory(train.get("device", "auto"))
+    if estimate.total <= limit:
+        return
+    key = f"{where}.d_model" if estimate.state >= estimate.activations else f"{train_key}.batch_size"
+    raise TpreproError(
+        f"{source}: {key}: training {where} needs at least about {estimate.total / GIB:,.0f} GiB (weights, "
+        f"gradients and Adam state {estimate.state / GIB:,.1f} GiB, activations of a batch of {batch} x "
+        f"{sum(tokens)} tokens {estimate.activations / GIB:,.1f} GiB), more than the {described}; lower {key}")

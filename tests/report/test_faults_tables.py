@@ -1,0 +1,92 @@
+"""The tables stage checks the evaluation files it reads (issue 37): a real evaluation CSV written by
+the real evaluate stage, then edited (a 225% accuracy, inf, NaN, a word, a changed byte), is refused
+by the real `tprepro tables` with exit 2, naming the file and the line or column; no table is written."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from helpers import arithmetic_rows, tool_env, write_dataset, write_params
+from tprepro.io import digest_path, record_digest
+from training_project import make_workspace, train
+
+BIG = "arithmetic__add_or_sub_big"
+EVAL = "eval/transformer-s1.csv"
+
+
+def tprepro(*args, cwd) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tprepro", *map(str, args)], cwd=cwd, env=tool_env(),
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    """A trained and evaluated tiny run in `<root>/run`: models/transformer-s1 and eval/transformer-s1.csv."""
+    root = make_workspace(tmp_path_factory.mktemp("tables"), steps=4, checkpoint_every=2, log_every=2)
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params["grid"]["extrapolation_modules"] = [BIG]
+    params["evaluate"].update(train_sample=8)
+    write_params(root / "params.yaml", params)
+    write_dataset(root / "data" / "extrapolate" / BIG, arithmetic_rows(20, seed=4, module=BIG, split="extrapolate"))
+    run = root / "run"
+    train(root, run)
+    (run / "models").mkdir()
+    (run / "model").rename(run / "models" / "transformer-s1")
+    data = root / "data" / "train-easy"
+    result = tprepro("evaluate", "--params", root / "params.yaml", "--model-dir", "models/transformer-s1",
+                     "--interpolate", data, "--extrapolate", root / "data" / "extrapolate", "--train", data,
+                     "--out", EVAL, cwd=run)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert digest_path(run / EVAL).is_file()
+    return root
+
+
+def tables(root, run) -> subprocess.CompletedProcess:
+    return tprepro("tables", "--params", root / "params.yaml", "--eval-dir", "eval", "--models-dir", "models",
+                   "--table", "results/tables/table1", "--modules-csv", "results/tables/mathematics_modules.csv",
+                   "--figure", "results/figures/mathematics_modules.png",
+                   "--curves", "results/figures/learning_curves.png", "--metrics", "results/metrics.json", cwd=run)
+
+
+def edit_cell(path, line: int, column: str, value: str) -> None:
+    lines = path.read_text().splitlines()
+    header = lines[0].split(",")
+    cells = lines[line - 1].split(",")
+    cells[header.index(column)] = value
+    lines[line - 1] = ",".join(cells)
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.slow  # pipeline subprocesses
+@pytest.mark.parametrize("column, value, message", [
+    ("accuracy", "2.2556", "'2.2556' is outside [0, 1]"),  # a Table 1 cell of 225.56%
+    ("correct", "inf", "'inf' is not a finite number"),
+    ("accuracy", "nan", "'nan' is not a finite number"),  # was counted as 0
+    ("correct", "many", "'many' is not a finite number"),  # was a raw TypeError
+], ids=["225%", "inf", "NaN", "non-numeric"])  # the other rules: tests/report/test_report.py
+def test_an_edited_evaluation_file_with_its_digest_updated_is_range_checked(project, tmp_path, column, value,
+                                                                             message):
+    run = shutil.copytree(project / "run", tmp_path / "run")
+    edit_cell(run / EVAL, 3, column, value)
+    record_digest(run / EVAL)  # a consistent file with wrong numbers: the range check must catch it
+    result = tables(project, run)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert f"{EVAL}: line 3, column {column!r}: " in result.stderr and message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (run / "results").exists()  # nothing written
+
+
+@pytest.mark.slow  # pipeline subprocesses
+def test_an_evaluation_file_changed_after_it_was_written_is_refused(project, tmp_path):
+    run = shutil.copytree(project / "run", tmp_path / "run")
+    path = run / EVAL
+    path.write_text(path.read_text().replace(",", ", ", 1))  # a plausible edit: same numbers
+    result = tables(project, run)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert f"{EVAL}: its content changed after it was written" in result.stderr
+    assert not (run / "results").exists()
