@@ -158,6 +158,15 @@ def tool_env(**extra) -> dict:
 SCREENSHOTS = REPO / "results" / "screenshots"  # git-ignored; what a user would see, for a reviewer
 
 
+def run_tprepro(*args, cwd, **env) -> "subprocess.CompletedProcess":
+    """`python -m tprepro <args>` in `cwd` with the pipeline environment (`env` added), output captured."""
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "tprepro", *map(str, args)], cwd=cwd, env=tool_env(**env),
+                          capture_output=True, text=True, timeout=600)
+
+
 def chromium(url: str, profile: Path, screenshot: str | None = None, budget_ms: int = 30000,
              offline: bool = False) -> str:
     """The DOM of `url` after headless Chromium ran its scripts for `budget_ms` (virtual time);

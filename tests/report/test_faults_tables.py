@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 
 import pytest
 import yaml
 
-from helpers import arithmetic_rows, tool_env, write_dataset, write_params
+from helpers import arithmetic_rows, run_tprepro, write_dataset, write_params
 from tprepro.io import digest_path, record_digest
 from training_project import make_workspace, train
 
@@ -19,9 +18,7 @@ BIG = "arithmetic__add_or_sub_big"
 EVAL = "eval/transformer-s1.csv"
 
 
-def tprepro(*args, cwd) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tprepro", *map(str, args)], cwd=cwd, env=tool_env(),
-                          capture_output=True, text=True, timeout=600)
+tprepro = run_tprepro
 
 
 @pytest.fixture(scope="module")

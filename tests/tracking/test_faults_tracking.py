@@ -16,7 +16,7 @@ import yaml
 from tprepro.train.checkpoint import load_checkpoint
 from tprepro.train.trainer import Trainer
 
-from helpers import REPO, arithmetic_rows, tool_env, write_dataset, write_params
+from helpers import REPO, arithmetic_rows, run_tprepro, tool_env, write_dataset, write_params
 from training_kit import CrashAt, data, make_job  # noqa: F401  (the module-scoped dataset fixture)
 from training_project import make_workspace, start_training, train
 
@@ -32,9 +32,7 @@ def dead_port_uri() -> str:
     return f"http://127.0.0.1:{port}"
 
 
-def tprepro(*args, cwd, **env) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tprepro", *map(str, args)], cwd=cwd, env=tool_env(**env),
-                          capture_output=True, text=True, timeout=600)
+tprepro = run_tprepro
 
 
 @pytest.fixture(scope="module")
