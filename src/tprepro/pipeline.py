@@ -326,25 +326,26 @@ def read_train_metrics(model_dir: Path) -> dict:
 
 
 def publish_table(experiment, run_name: str, tags: dict, table, markdown: str, out: Mapping[str, Path],
-                  headline: Callable[[dict], float | dict[str, float]],
+                  headline: tuple[str, Mapping[str, str]],
                   extra: Mapping[Path, Callable[[Path], None]] | None = None,
                   metric_name: Callable[[str], str] = str) -> None:
     """Publish one experiment's table: `table` as CSV (out["table_csv"]), `markdown` as written
     (out["table_md"]) and as an HTML page (out["table_html"], for the Snakemake report), the DVC
-    metrics file (out["metrics"]: each model's headline, `headline(row)` of its table row, so that
-    `dvc metrics show` stays one short line per experiment) and every file of `extra`
-    ({path: write(path)}: figures, further tables) are replaced together or not at all. Then the
-    numbers go to an MLflow run `run_name` with the files (and the stage's log) as artifacts, and
-    the invocation's parent run in `experiment` is closed (DVC has no end-of-pipeline hook)."""
+    metrics file (out["metrics"]: `headline` = (label, {metric: table column}) gives each model's
+    headline numbers, which `dvc metrics show` names `<label>.<metric>.<model>`, one short line per
+    experiment) and every file of `extra` ({path: write(path)}: figures, further tables) are
+    replaced together or not at all. Then the numbers go to an MLflow run `run_name` with the files
+    (and the stage's log) as artifacts, and the invocation's parent run in `experiment` is closed
+    (DVC has no end-of-pipeline hook)."""
     from tprepro.report.html import markdown_page
-    from tprepro.report.tables import write_csv, write_metrics
+    from tprepro.report.tables import headline_metrics, write_csv, write_metrics
     from tprepro.tracking.parents import finish_parent_run
     from tprepro.tracking.run import Run
 
     writers = {out["table_csv"]: lambda path: write_csv(table, path),
                out["table_md"]: lambda path: path.write_text(markdown, encoding="utf-8"),
                out["table_html"]: lambda path: path.write_text(markdown_page(markdown, run_name), encoding="utf-8"),
-               out["metrics"]: lambda path: write_metrics({row["model"]: headline(row) for row in records}, path),
+               out["metrics"]: lambda path: write_metrics(headline_metrics(records, *headline), path),
                **(extra or {})}
     records = table.to_dict("records")
     with atomic_files({str(path): path for path in writers}) as temporary:

@@ -125,8 +125,10 @@ def test_snakemake_pipeline_end_to_end(project, generate_python):
     assert "Nothing to be done" in snakemake(root, generate_python)
     assert {path: (path.stat().st_mtime_ns, path.read_bytes()) for path in made} == made
     assert active_runs(root) == active
-    shown = dvc(root, generate_python, "metrics", "show")  # one headline per model and experiment
-    assert "results/metrics.json" in shown and max(map(len, shown.splitlines())) <= 200, shown
+    shown = dvc(root, generate_python, "metrics", "show")  # each column names experiment, metric and model
+    assert "results/metrics.json" in shown and "mathematics.interpolation_acc.tp_transformer" in shown, shown
+    one = dvc(root, generate_python, "metrics", "show", "results/metrics.json")  # one experiment: one short line
+    assert len(one.splitlines()) == 2 and max(map(len, one.splitlines())) <= 200, one
 
     params["models"]["tp_transformer"]["d_ff"] = 24  # one model's setting
     write_params(root / "params.yaml", params)

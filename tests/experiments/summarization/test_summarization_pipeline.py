@@ -31,7 +31,9 @@ def test_summarization_table_from_snakemake(tmp_path, generate_python):
     markdown = (root / "results/tables/summarization.md").read_text()
     assert "| model | xsum R-1 | xsum R-2 | xsum R-L | cnndm R-1 |" in markdown
     assert "## Role one-hotness" in markdown and "- reference: " in markdown
-    assert json.loads((root / "results/summarization_metrics.json").read_text()).keys() == {"transformer", "tpt_d"}
+    headlines = json.loads((root / "results/summarization_metrics.json").read_text())["summarization"]
+    assert {model for by_model in headlines.values() for model in by_model} == {"transformer", "tpt_d"}
+    assert all(metric.endswith(".rougeL") for metric in headlines)
     evaluation = pd.read_csv(root / "summarization/eval/arxiv/tpt_d-s1.csv")
     assert evaluation[["model", "seed", "split", "n"]].drop_duplicates().values.tolist() == [["tpt_d", 1, "test", 4]]
     assert evaluation["module"].tolist() == ["rouge1", "rouge2", "rougeL"]

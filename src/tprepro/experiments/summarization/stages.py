@@ -175,7 +175,9 @@ def read_run_evaluation(evaluation: Path, model: str, dataset: str, seed: int) -
 
 def tables_stage(params_path: str, eval_dir: Path, out: Mapping[str, Path]) -> None:
     """The paper's main table: ROUGE-1/2/L per dataset (columns) and model (rows) over the seeds,
-    written to the paths of `out` (table_csv, table_md, table_html, metrics)."""
+    written to the paths of `out` (table_csv, table_md, table_html, metrics), and the DVC plot's data
+    (plot: ROUGE F1 per model, a panel per dataset)."""
+    from tprepro.report.plots import write_bars
     from tprepro.experiments.summarization.table import read_published, summary_markdown, summary_table
 
     params = load_params(params_path)
@@ -187,5 +189,17 @@ def tables_stage(params_path: str, eval_dir: Path, out: Mapping[str, Path]) -> N
     markdown = summary_markdown(table, evals, published, section["report"]["samples"])
     publish_table(mlflow_experiment(params, "summarization"), f"{RUN_PREFIX}tables",
                   {"stage": "summarization_tables"}, table, markdown, out,
-                  lambda row: {dataset: row[f"{dataset}.rougeL"] for dataset in section["datasets"]})
+                  ("summarization", {f"{dataset}.rougeL": f"{dataset}.rougeL" for dataset in section["datasets"]}),
+                  {out["plot"]: lambda path: write_bars(rouge_by_dataset(eval_dir, section), path)})
     print(markdown)
+
+
+def rouge_by_dataset(eval_dir: Path, section: dict):
+    """Each model's mean ROUGE F1 per type (the `module` column) and dataset (`split`), over seeds and documents."""
+    import pandas as pd
+
+    from tprepro.report.tables import module_table, read_eval
+
+    return module_table(pd.concat([read_eval([eval_dir / dataset / f"{name}-s{seed}.csv" for name in section["models"]
+                                              for seed in section["seeds"]]).assign(split=dataset)
+                                   for dataset in section["datasets"]], ignore_index=True))
