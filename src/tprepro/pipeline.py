@@ -89,7 +89,7 @@ class TrainingRun:
     checkpoints: Path  # the resumable checkpoint's folder
     experiment: Any  # the MLflow experiment (a tracking.store.Experiment)
     data_settings: dict  # the data settings, logged as the run's params
-    run_prefix: str = ""  # the MLflow run is `<run_prefix><name>-s<seed>`
+    run_prefix: str = ""  # the MLflow run is `<run_prefix><name>-s<seed>`: "<task>/" where an experiment has several
     codec: Any = None  # turns rows into batches (default: the character vocabulary at vocab_path)
     heldout: Any = None  # an evaluate.curves.HeldOut scored at every checkpoint: the learning curve
 
@@ -176,12 +176,21 @@ def train_model(run: TrainingRun) -> dict:
     atomic_write_text(out / TRAIN_METRICS, json.dumps(summary, indent=2, sort_keys=True) + "\n")
     if logger.run is not None:
         logger.run.set_tag("model_path", out / MODEL_FILE)
-        if as_experiment(run.experiment).log_models:  # an MLflow model: mlflow.pyfunc.load_model("runs:/<id>/model")
+        if as_experiment(run.experiment).log_models:  # an MLflow model: load_model("runs:/<id>/<its name>")
             source = getattr(job.vocab, "columns", ("question", "answer"))[0]  # question or document
             example = str(read_columns(next(iter(datasets.values())).files[0], (source,)).column(0)[0])
-            log_answering_model(logger.run, out, job.vocab, example, checkpoints / "mlflow_model")
+            log_answering_model(logger.run, out, job.vocab, example, checkpoints / "mlflow_model",
+                                logged_model_name(run.experiment, job.name))
         log_outputs(logger.run, [], "model")
     return summary
+
+
+def logged_model_name(experiment, job: str) -> str:
+    """The MLflow logged model of training job `job` (its run's name): `<experiment>-<job>`, slashes
+    made dashes, e.g. tprepro-mathematics-transformer-s1, so that the Models tab tells them apart."""
+    from tprepro.tracking.store import as_experiment
+
+    return f"{as_experiment(experiment).name}-{job.replace('/', '-')}"
 
 
 def log_outputs(run, paths: Sequence[Path], artifact_path: str) -> None:
@@ -334,8 +343,9 @@ def publish_table(experiment, run_name: str, tags: dict, table, markdown: str, o
     metrics file (out["metrics"]: `headline` = (label, {metric: table column}) gives each model's
     headline numbers, which `dvc metrics show` names `<label>.<metric>.<model>`, one short line per
     experiment) and every file of `extra` ({path: write(path)}: figures, further tables) are
-    replaced together or not at all. Then the numbers go to an MLflow run `run_name` with the files
-    (and the stage's log) as artifacts, and the invocation's parent run in `experiment` is closed
+    replaced together or not at all. Then the numbers go to an MLflow run `run_name` (as
+    `table.<model>.<column>`: the table's, over seeds, apart from the runs' own metrics) with the
+    files (and the stage's log) as artifacts, and the invocation's parent run in `experiment` is closed
     (DVC has no end-of-pipeline hook)."""
     from tprepro.report.html import markdown_page
     from tprepro.report.tables import headline_metrics, write_csv, write_metrics
@@ -352,7 +362,7 @@ def publish_table(experiment, run_name: str, tags: dict, table, markdown: str, o
         for path, write in writers.items():
             write(temporary[str(path)])
     run = Run(experiment, run_name, tags=tags)
-    run.log_metrics({f"{row['model']}.{metric_name(key)}": value for row in records
+    run.log_metrics({f"table.{row['model']}.{metric_name(key)}": value for row in records  # over seeds
                      for key, value in row.items()
                      if key != "model" and isinstance(value, (int, float)) and value == value})  # no NaN
     log_outputs(run, list(writers), "results")

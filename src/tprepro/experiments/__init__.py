@@ -271,14 +271,16 @@ def table_outputs(args: argparse.Namespace, *extra: str) -> dict[str, "Path"]:
 
 
 def mlflow_experiment(params: dict, name: str):
-    """Experiment `name`'s MLflow experiment: `<mlflow.prefix>-<name>` (dashes), described by its title."""
+    """Experiment `name`'s MLflow experiment: `<mlflow.prefix>-<name>` (dashes), described by its title
+    in plain text (the UI shows an experiment's description as written, Markdown marks included)."""
     from tprepro.tracking.store import Experiment as Tracked
 
     experiment = experiments()[name]
-    description = (f"**{experiment.title}**\n\nOne run per trained model and seed (params, step metrics, "
-                   f"evaluation per module, datasets, the model under Logged models), children of one "
-                   f"`pipeline` run per invocation; the tables run holds the tables and figures under "
-                   f"Artifacts > results. Made by tprepro.")
+    description = (f"{experiment.title}. One run per trained model and seed (params, step metrics, "
+                   f"evaluation per module, datasets, the model under Logged models, named "
+                   f"<experiment>-<run>), children of one pipeline run per invocation; the tables run "
+                   f"holds the tables and figures under Artifacts > results and their numbers as "
+                   f"table.<model>.<column> metrics (over seeds). Made by tprepro.")
     settings = params["mlflow"]
     return Tracked(f"{settings['prefix']}-{name.replace('_', '-')}", description, settings["log_models"])
 

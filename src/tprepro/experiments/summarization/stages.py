@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 MODELS = "summarization.models"
 SUBWORD_MODEL = "spm.model"
-RUN_PREFIX = "summarization/"  # MLflow runs: summarization/<dataset>/<model>-s<seed>, summarization/tables
+# MLflow run names, as in every experiment's MLflow experiment: <dataset>/<model>-s<seed>, tables
 
 
 def _dataset_settings(params: dict, dataset: str, params_path: str) -> dict:
@@ -94,7 +94,7 @@ def train_stage(params_path: str, dataset: str, name: str, seed: int, data_dir: 
                                    {"train": open_dataset(data_dir / TRAIN)}, data_dir / SUBWORD_MODEL, out,
                                    checkpoints, mlflow_experiment(params, "summarization"),
                                    data_settings={**section["data"], "dataset": dataset},
-                                   run_prefix=f"{RUN_PREFIX}{dataset}/", codec=load_codec(params, data_dir)))
+                                   run_prefix=f"{dataset}/", codec=load_codec(params, data_dir)))
 
 
 def answer_documents(model, codec, model_dir: Path, documents: list[str], batch_size: int,
@@ -187,7 +187,7 @@ def tables_stage(params_path: str, eval_dir: Path, out: Mapping[str, Path]) -> N
     published = read_published(section["report"]["published"])
     table = summary_table(evals, list(section["models"]), list(section["datasets"]), section["report"]["bootstrap"])
     markdown = summary_markdown(table, evals, published, section["report"]["samples"])
-    publish_table(mlflow_experiment(params, "summarization"), f"{RUN_PREFIX}tables",
+    publish_table(mlflow_experiment(params, "summarization"), "tables",
                   {"stage": "summarization_tables"}, table, markdown, out,
                   ("summarization", {f"{dataset}.rougeL": f"{dataset}.rougeL" for dataset in section["datasets"]}),
                   {out["plot"]: lambda path: write_bars(rouge_by_dataset(eval_dir, section), path)})
