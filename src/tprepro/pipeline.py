@@ -341,8 +341,8 @@ def publish_table(experiment, run_name: str, tags: dict, table, markdown: str, o
     """Publish one experiment's table: `table` as CSV (out["table_csv"]), `markdown` as written
     (out["table_md"]) and as an HTML page (out["table_html"], for the Snakemake report), the DVC
     metrics file (out["metrics"]: `headline` = (label, {metric: table column}) gives each model's
-    headline numbers, which `dvc metrics show` names `<label>.<metric>.<model>`, one short line per
-    experiment) and every file of `extra` ({path: write(path)}: figures, further tables) are
+    headline numbers, which `dvc metrics show` names `<label>.<metric>.<model>`; one short line for
+    the file) and every file of `extra` ({path: write(path)}: figures, further tables) are
     replaced together or not at all. Then the numbers go to an MLflow run `run_name` (as
     `table.<model>.<column>`: the table's, over seeds, apart from the runs' own metrics) with the
     files (and the stage's log) as artifacts, and the invocation's parent run in `experiment` is closed
@@ -351,10 +351,13 @@ def publish_table(experiment, run_name: str, tags: dict, table, markdown: str, o
     from tprepro.report.tables import headline_metrics, write_csv, write_metrics
     from tprepro.tracking.parents import finish_parent_run
     from tprepro.tracking.run import Run
+    from tprepro.tracking.store import as_experiment
 
+    title = as_experiment(experiment).name  # the page's: e.g. tprepro-two-variable tables
     writers = {out["table_csv"]: lambda path: write_csv(table, path),
                out["table_md"]: lambda path: path.write_text(markdown, encoding="utf-8"),
-               out["table_html"]: lambda path: path.write_text(markdown_page(markdown, run_name), encoding="utf-8"),
+               out["table_html"]: lambda path: path.write_text(markdown_page(markdown, f"{title} {run_name}"),
+                                                            encoding="utf-8"),
                out["metrics"]: lambda path: write_metrics(headline_metrics(records, *headline), path),
                **(extra or {})}
     records = table.to_dict("records")
