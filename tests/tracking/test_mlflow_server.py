@@ -20,7 +20,7 @@ import pytest
 
 from helpers import chromium, copy_project, experiment_name, tool_env, write_params
 from pipeline_kit import micro_params
-from tprepro.experiments import experiments
+from tprepro.experiments import experiments as registry
 from training_project import make_workspace, start_training, summary
 
 pytestmark = pytest.mark.slow
@@ -150,7 +150,7 @@ def test_the_ui_lists_one_described_experiment_per_paper(pipeline, tmp_path):
         experiment_tags = {t["key"]: t["value"] for t in experiments[name].get("tags", [])}
         assert experiment_tags["mlflow.experimentKind"] == "custom_model_development", name
         description = experiment_tags["mlflow.note.content"]  # the UI shows it as written: plain text
-        assert description.startswith(experiments()[paper].title) and "**" not in description, name
+        assert description.startswith(registry()[paper].title) and "**" not in description, name
     dom = chromium(f"{server.uri}/#/experiments?{TRAINING_VIEW}", tmp_path, screenshot="mlflow_experiments")
     for name in expected:
         assert f">{name}<" in dom, name
