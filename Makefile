@@ -116,6 +116,6 @@ bench: install
 ## clean: remove everything `make run` made (data, models, results, MLflow store, DVC and Snakemake state); the venvs stay
 clean:
 	rm -rf data mathematics logs two_variable n2f summarization \
-	       results/tables results/figures results/interpret results/n2f \
+	       results/tables results/figures results/interpret results/n2f results/plots \
 	       results/metrics.json results/*_metrics.json results/report.html \
 	       mlflow.db mlflow.db.lock mlartifacts mlruns .snakemake dvc.lock .dvc/tmp .dvc/cache .dvc/offline_plots.html

@@ -74,6 +74,12 @@ def cmd_dvc_commit(args) -> int:
     return commit()
 
 
+def cmd_status(args) -> None:
+    from tprepro.train.progress import status_report
+
+    print(status_report(Path(args.logs), args.all))
+
+
 def cmd_predict(args) -> None:
     from pathlib import Path
 
@@ -150,6 +156,16 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog="example:\n  tprepro dvc-commit  # what `make dvc-commit` runs",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.set_defaults(func=cmd_dvc_commit, data_parallel=None)
+
+    p = sub.add_parser("status", help="each running training job's step, rate and time left, from its log",
+                       description="Each training job in progress: its step, steps/s and time left, as the "
+                                   "last progress line of its log under --logs says (a line every half minute).",
+                       epilog="examples:\n  tprepro status  # while `make run` or snakemake trains\n"
+                              "  tail -f logs/train/transformer-s1.log  # follow one job",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--logs", default="logs", help="the jobs' log folder (default: %(default)s)")
+    p.add_argument("--all", action="store_true", help="finished jobs too")
+    p.set_defaults(func=cmd_status, data_parallel=None)
 
     p = sub.add_parser("models", help="every architecture preset with its parameter count",
                        description="List every architecture preset with its parameter count.")

@@ -57,8 +57,8 @@ def stage_entry(stage: Stage, dvc: DvcStage) -> tuple[str, dict]:
 
 
 def generate() -> str:
-    """dvc.yaml's text: every experiment's stages, in the registry's order, then their plots."""
-    stages, plots = {}, []
+    """dvc.yaml's text: every experiment's stages, in the registry's order."""
+    stages = {}
     for experiment in experiments().values():
         for stage in experiment.stages:
             for dvc in stage.dvc:
@@ -66,6 +66,5 @@ def generate() -> str:
                 if name in stages:
                     raise ValueError(f"two DVC stages are named {name!r} (the second in stage {stage.name})")
                 stages[name] = entry
-        plots += experiment.plots
-    document = {"stages": stages, **({"plots": plots} if plots else {})}
+    document = {"stages": stages}
     return HEADER + yaml.dump(document, Dumper=_Dumper, sort_keys=False, width=112, allow_unicode=True)

@@ -89,7 +89,7 @@ class TrainingRun:
     checkpoints: Path  # the resumable checkpoint's folder
     experiment: Any  # the MLflow experiment (a tracking.store.Experiment)
     data_settings: dict  # the data settings, logged as the run's params
-    run_prefix: str = ""  # the MLflow run is `<run_prefix><name>-s<seed>`
+    run_prefix: str = ""  # the MLflow run is `<run_prefix><name>-s<seed>`: "<task>/" where an experiment has several
     codec: Any = None  # turns rows into batches (default: the character vocabulary at vocab_path)
     heldout: Any = None  # an evaluate.curves.HeldOut scored at every checkpoint: the learning curve
 
@@ -176,12 +176,21 @@ def train_model(run: TrainingRun) -> dict:
     atomic_write_text(out / TRAIN_METRICS, json.dumps(summary, indent=2, sort_keys=True) + "\n")
     if logger.run is not None:
         logger.run.set_tag("model_path", out / MODEL_FILE)
-        if as_experiment(run.experiment).log_models:  # an MLflow model: mlflow.pyfunc.load_model("runs:/<id>/model")
+        if as_experiment(run.experiment).log_models:  # an MLflow model: load_model("runs:/<id>/<its name>")
             source = getattr(job.vocab, "columns", ("question", "answer"))[0]  # question or document
             example = str(read_columns(next(iter(datasets.values())).files[0], (source,)).column(0)[0])
-            log_answering_model(logger.run, out, job.vocab, example, checkpoints / "mlflow_model")
+            log_answering_model(logger.run, out, job.vocab, example, checkpoints / "mlflow_model",
+                                logged_model_name(run.experiment, job.name))
         log_outputs(logger.run, [], "model")
     return summary
+
+
+def logged_model_name(experiment, job: str) -> str:
+    """The MLflow logged model of training job `job` (its run's name): `<experiment>-<job>`, slashes
+    made dashes, e.g. tprepro-mathematics-transformer-s1, so that the Models tab tells them apart."""
+    from tprepro.tracking.store import as_experiment
+
+    return f"{as_experiment(experiment).name}-{job.replace('/', '-')}"
 
 
 def log_outputs(run, paths: Sequence[Path], artifact_path: str) -> None:
@@ -326,32 +335,37 @@ def read_train_metrics(model_dir: Path) -> dict:
 
 
 def publish_table(experiment, run_name: str, tags: dict, table, markdown: str, out: Mapping[str, Path],
-                  headline: Callable[[dict], float | dict[str, float]],
+                  headline: tuple[str, Mapping[str, str]],
                   extra: Mapping[Path, Callable[[Path], None]] | None = None,
                   metric_name: Callable[[str], str] = str) -> None:
     """Publish one experiment's table: `table` as CSV (out["table_csv"]), `markdown` as written
     (out["table_md"]) and as an HTML page (out["table_html"], for the Snakemake report), the DVC
-    metrics file (out["metrics"]: each model's headline, `headline(row)` of its table row, so that
-    `dvc metrics show` stays one short line per experiment) and every file of `extra`
-    ({path: write(path)}: figures, further tables) are replaced together or not at all. Then the
-    numbers go to an MLflow run `run_name` with the files (and the stage's log) as artifacts, and
-    the invocation's parent run in `experiment` is closed (DVC has no end-of-pipeline hook)."""
+    metrics file (out["metrics"]: `headline` = (label, {metric: table column}) gives each model's
+    headline numbers, which `dvc metrics show` names `<label>.<metric>.<model>`; one short line for
+    the file) and every file of `extra` ({path: write(path)}: figures, further tables) are
+    replaced together or not at all. Then the numbers go to an MLflow run `run_name` (as
+    `table.<model>.<column>`: the table's, over seeds, apart from the runs' own metrics) with the
+    files (and the stage's log) as artifacts, and the invocation's parent run in `experiment` is closed
+    (DVC has no end-of-pipeline hook)."""
     from tprepro.report.html import markdown_page
-    from tprepro.report.tables import write_csv, write_metrics
+    from tprepro.report.tables import headline_metrics, write_csv, write_metrics
     from tprepro.tracking.parents import finish_parent_run
     from tprepro.tracking.run import Run
+    from tprepro.tracking.store import as_experiment
 
+    title = as_experiment(experiment).name  # the page's: e.g. tprepro-two-variable tables
     writers = {out["table_csv"]: lambda path: write_csv(table, path),
                out["table_md"]: lambda path: path.write_text(markdown, encoding="utf-8"),
-               out["table_html"]: lambda path: path.write_text(markdown_page(markdown, run_name), encoding="utf-8"),
-               out["metrics"]: lambda path: write_metrics({row["model"]: headline(row) for row in records}, path),
+               out["table_html"]: lambda path: path.write_text(markdown_page(markdown, f"{title} {run_name}"),
+                                                            encoding="utf-8"),
+               out["metrics"]: lambda path: write_metrics(headline_metrics(records, *headline), path),
                **(extra or {})}
     records = table.to_dict("records")
     with atomic_files({str(path): path for path in writers}) as temporary:
         for path, write in writers.items():
             write(temporary[str(path)])
     run = Run(experiment, run_name, tags=tags)
-    run.log_metrics({f"{row['model']}.{metric_name(key)}": value for row in records
+    run.log_metrics({f"table.{row['model']}.{metric_name(key)}": value for row in records  # over seeds
                      for key, value in row.items()
                      if key != "model" and isinstance(value, (int, float)) and value == value})  # no NaN
     log_outputs(run, list(writers), "results")

@@ -81,3 +81,24 @@ def test_curve_figure_and_bad_curve_files(tmp_path):
         read_curve(tmp_path / "bad.csv")
     with pytest.raises(TpreproError, match=r"gone.csv: unreadable learning curve"):
         read_curve(tmp_path / "gone.csv")
+
+
+def test_equal_curves_of_two_models_both_show(tmp_path):
+    """UT's line under AUT's (both at 0%): each model keeps a visible part of its colour in the PNG
+    (the earlier model's line and markers wider than the later's, drawn on top), and a marker of its own."""
+    import matplotlib.image
+
+    from matplotlib.colors import to_rgb
+
+    from tprepro.figures import model_colours
+    from tprepro.report.curves import draw_curves
+
+    curve = pd.DataFrame({"step": [4, 8, 12], "heldout_loss": [2.0, 1.5, 1.0], "heldout_exact_match": 0.0, "n": 8})
+    figure = draw_curves({("ut", 1): curve, ("aut", 1): curve}, "title")
+    lines = {line.get_label(): line for line in figure.axes[1].get_lines()}
+    assert lines["ut (seed 1)"].get_marker() != lines["aut (seed 1)"].get_marker()
+    curve_figure({("ut", 1): curve, ("aut", 1): curve}, tmp_path / "c.png", "title")
+    pixels = matplotlib.image.imread(tmp_path / "c.png")[..., :3]
+    for model, colour in model_colours(["ut", "aut"]).items():
+        near = (abs(pixels - to_rgb(colour)).max(axis=-1) < 0.05).sum()
+        assert near > 200, (model, near)  # a line's worth of pixels, not a few of antialiasing

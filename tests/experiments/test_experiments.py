@@ -149,7 +149,8 @@ def test_every_input_a_command_reads_by_default_is_one_its_dvc_stage_tracks():
                 for dvc in stage.dvc:
                     if action.option_strings[0] in dvc.cmd:
                         continue  # the command names it
-                    tracked = dvc.deps + dvc.outs  # the data stage's --out is its output
+                    # the data stage's --out is its output; a table stage's plot data, its plots
+                    tracked = dvc.deps + dvc.outs + tuple(path for plot in dvc.plots for path in plot)
                     for path in [action.default] if isinstance(action.default, str) else action.default:
                         if not any(path == dep or path.startswith(f"{dep}/") or dep.startswith(f"{path}/")
                                    or dep == f"{path}.json" for dep in tracked):

@@ -269,3 +269,15 @@ def test_only_multi_head_attention_models_have_attention_maps():
     assert attention_maps.has_attention_maps(model_of("ut_tiny"))
     assert not attention_maps.has_attention_maps(model_of("lstm_tiny"))
     assert not head_reconstruction.supports_reconstruction(model_of("lstm_tiny"))
+
+
+def test_the_unbinding_cluster_figure_names_its_clusters_and_prints_no_label_over_another():
+    """A legend row per k-means cluster with its size; operators at (nearly) one point share one label."""
+    names = ["add", "subtract", "multiply", "divide"]
+    coords = np.array([[0.0, 0.0], [0.0, 0.001], [1.0, 1.0], [-1.0, 0.5]])
+    labels = np.array([0, 0, 1, 2])
+    figure = unbinding_clusters.draw_clusters(names, labels, coords, "title")
+    (ax,) = figure.axes
+    assert [text.get_text() for text in ax.get_legend().get_texts()] == ["cluster 0 (2)", "cluster 1 (1)",
+                                                                          "cluster 2 (1)"]
+    assert sorted(text.get_text() for text in ax.texts) == ["add, subtract", "divide", "multiply"]

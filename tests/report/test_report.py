@@ -108,7 +108,8 @@ def test_metrics_files_hold_one_headline_per_model_and_no_nan(tmp_path):
     from tprepro.report.tables import write_metrics
 
     path = tmp_path / "metrics.json"
-    write_metrics({"transformer": 0.25, "ut": float("nan"), "tpt_d": {"xsum": 31.5, "cnndm": float("nan")}}, path)
+    write_metrics({"transformer": 0.25, "ut": float("nan"), "tpt_d": {"xsum": 31.5, "cnndm": float("nan")},
+                   "empty": {"cnndm": float("nan")}}, path)
     assert json.loads(path.read_text()) == {"transformer": 0.25, "tpt_d": {"xsum": 31.5}}
 
 
@@ -127,3 +128,13 @@ def test_evaluation_numbers_are_range_checked(tmp_path, row, message):
     path.write_text(header + row + "\n")
     with pytest.raises(TpreproError, match=re.escape(f"{path}: {message}")):
         read_eval([path])
+
+
+def test_headline_metrics_name_the_experiment_metric_and_model():
+    """`dvc metrics show` flattens the file's keys: each column reads <label>.<metric>.<model>."""
+    from tprepro.report.tables import headline_metrics
+
+    rows = [{"model": "tp_transformer", "interpolation_acc": 0.5, "train_acc": 0.9},
+            {"model": "transformer", "interpolation_acc": 0.25, "train_acc": 0.8}]
+    assert headline_metrics(rows, "mathematics", {"interpolation_acc": "interpolation_acc"}) == {
+        "mathematics": {"interpolation_acc": {"tp_transformer": 0.5, "transformer": 0.25}}}

@@ -20,6 +20,7 @@ import pytest
 
 from helpers import chromium, copy_project, experiment_name, tool_env, write_params
 from pipeline_kit import micro_params
+from tprepro.experiments import experiments as registry
 from training_project import make_workspace, start_training, summary
 
 pytestmark = pytest.mark.slow
@@ -145,16 +146,17 @@ def test_the_ui_lists_one_described_experiment_per_paper(pipeline, tmp_path):
     server, _, params = pipeline
     expected = [experiment_name(params, name) for name in ("mathematics", "two_variable", "n2f")]
     experiments = {e["name"]: e for e in server.api("experiments/search", {"max_results": 100})["experiments"]}
-    for name in expected:
+    for paper, name in zip(("mathematics", "two_variable", "n2f"), expected):
         experiment_tags = {t["key"]: t["value"] for t in experiments[name].get("tags", [])}
         assert experiment_tags["mlflow.experimentKind"] == "custom_model_development", name
-        assert experiment_tags["mlflow.note.content"].startswith("**"), name
+        description = experiment_tags["mlflow.note.content"]  # the UI shows it as written: plain text
+        assert description.startswith(registry()[paper].title) and "**" not in description, name
     dom = chromium(f"{server.uri}/#/experiments?{TRAINING_VIEW}", tmp_path, screenshot="mlflow_experiments")
     for name in expected:
         assert f">{name}<" in dom, name
     # an experiment's page, as the jobs' log lines link it, opens on its runs (the training view)
     landing = chromium(f"{server.uri}/#/experiments/{experiment_id(server, expected[0])}?{TRAINING_VIEW}", tmp_path)
-    assert "<title>Runs - Experiment" in landing and "Schlag et al." in landing
+    assert "<title>Runs - Experiment" in landing and "Schlag et al." in landing and "**" not in landing
 
 
 def test_a_training_run_page_shows_its_model_datasets_and_log(pipeline, tmp_path):
@@ -164,15 +166,16 @@ def test_a_training_run_page_shows_its_model_datasets_and_log(pipeline, tmp_path
     experiment_id = run["info"]["experiment_id"]
     models = [m["info"] for m in server.api("logged-models/search", {"experiment_ids": [experiment_id]})["models"]
               if m["info"].get("source_run_id") == run_id]  # MLflow's Logged models (evaluate/pyfunc.py)
-    assert [(m["name"], m["model_type"], m["status"]) for m in models] == [("model", "pyfunc", "LOGGED_MODEL_READY")]
+    name = f"{experiment_name(params)}-tp_transformer-s1"  # the Models tab tells the runs' models apart
+    assert [(m["name"], m["model_type"], m["status"]) for m in models] == [(name, "pyfunc", "LOGGED_MODEL_READY")]
     previous = mlflow.get_tracking_uri()
     mlflow.set_tracking_uri(server.uri)  # runs:/ resolves a logged model through the global tracking URI
     try:
-        files = mlflow.artifacts.list_artifacts(artifact_uri=f"runs:/{run_id}/model")
-        weights = mlflow.artifacts.list_artifacts(artifact_uri=f"runs:/{run_id}/model/artifacts/tprepro_model")
+        files = mlflow.artifacts.list_artifacts(artifact_uri=f"runs:/{run_id}/{name}")
+        weights = mlflow.artifacts.list_artifacts(artifact_uri=f"runs:/{run_id}/{name}/artifacts/tprepro_model")
     finally:
         mlflow.set_tracking_uri(previous)
-    assert {"model/MLmodel", "model/artifacts"} <= {f.path for f in files}
+    assert {f"{name}/MLmodel", f"{name}/artifacts"} <= {f.path for f in files}
     assert {f.path.rsplit("/", 1)[-1] for f in weights} >= {"model.pt", "train_metrics.json"}
     assert [f["path"] for f in server.api("artifacts/list", run_id=run_id, path="logs")["files"]] == [
         "logs/tp_transformer-s1.log"]
@@ -181,7 +184,7 @@ def test_a_training_run_page_shows_its_model_datasets_and_log(pipeline, tmp_path
     dom = chromium(f"{server.uri}/#/experiments/{experiment_id}/runs/{run_id}?{TRAINING_VIEW}", tmp_path,
                    screenshot="mlflow_run_model")
     text = " ".join(re.sub(r"<[^>]+>", " ", dom).split())
-    assert "Logged models (1)" in text and " model Ready " in text, text[:3000]  # its name and status
+    assert "Logged models (1)" in text and f" {name} Ready " in text, text[:3000]  # its name and status
 
 
 def test_training_falls_back_to_the_local_store_when_the_server_dies(tmp_path):

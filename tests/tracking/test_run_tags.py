@@ -79,3 +79,19 @@ def test_progress_in_a_log_file_is_timestamped_lines_without_redraws(capsys):
     stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"
     assert re.search(rf"{stamp} \[tp-s1\] step 5/10, loss 1.5000, [\d.]+ steps/s, about [\d.]+ min left", err), err
     assert re.search(rf"{stamp} \[tp-s1\] finished: step 10, final loss 1.2500", err), err
+
+
+def test_a_training_runs_logged_model_is_named_by_its_run(tmp_path):
+    """MLflow's Models tab tells the runs' models apart: `<MLflow experiment>-<run name>`."""
+    from mlflow.tracking import MlflowClient
+
+    from training_project import make_workspace, train
+
+    workspace = make_workspace(tmp_path / "w", steps=3, checkpoint_every=3, log_every=3)
+    train(workspace, tmp_path / "run")
+    client = MlflowClient(f"sqlite:///{tmp_path / 'run' / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("tprepro-mathematics")
+    (run,) = client.search_runs([experiment.experiment_id], filter_string="tags.stage = 'train'")
+    logged = [m for m in client.search_logged_models([experiment.experiment_id]) if m.source_run_id == run.info.run_id]
+    assert run.info.run_name == "transformer-s1"
+    assert [(m.name, m.model_type) for m in logged] == [("tprepro-mathematics-transformer-s1", "pyfunc")]

@@ -1,10 +1,13 @@
 """`dvc plots show` draws what the files hold (the project's templates in .dvc/plots/): accuracy
 from 0 to 100% per module, one panel per split and one bar per model, so rows sharing a module never
-stack; learning curves as held-out exact match over steps; each run's charts titled with the run;
-and its page renders offline (headless Chromium with every host unresolvable draws SVG marks)."""
+stack; learning curves as held-out exact match over steps; every run's curve of an experiment
+overlaid in one chart, a colour per model (the matplotlib figures' colours) and a dash per seed;
+each chart titled with its experiment (and run); its page renders offline (headless Chromium with
+every host unresolvable draws SVG marks); and `dvc metrics show` names experiment, metric and model."""
 
 import json
 import re
+import shlex
 import subprocess
 import sys
 
@@ -13,23 +16,57 @@ import pytest
 
 from helpers import chromium, copy_project, tool_env
 
+MODELS = ("transformer", "tp_transformer")
+
 
 def plots_project(tmp_path):
-    """A copy of the project holding one model's evaluation and learning curve (no pipeline run)."""
+    """A copy of the project holding one run's evaluation and learning curve, and the tables stage's
+    plot data and metrics over two models and two seeds, written by its own functions (no pipeline run)."""
+    from tprepro.report.plots import write_bars, write_curves
+    from tprepro.report.tables import headline_metrics, module_table, write_metrics
+
     root = copy_project(tmp_path / "repo")
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)
     evaluation = pd.DataFrame({"model": "transformer", "seed": 1, "module": ["numbers__place_value", "comparison__pair",
                                                                              "comparison__pair"],
                                "split": ["interpolate", "interpolate", "train"], "n": 10, "correct": [5, 9, 8],
                                "accuracy": [0.5, 0.9, 0.8]})
-    for path in ("mathematics/eval/transformer-s1.csv", "results/tables/mathematics_modules.csv"):
-        (root / path).parent.mkdir(parents=True, exist_ok=True)
-        evaluation.to_csv(root / path, index=False)
+    (root / "mathematics/eval").mkdir(parents=True)
+    evaluation.to_csv(root / "mathematics/eval/transformer-s1.csv", index=False)
     curve = root / "mathematics/models/transformer-s1/learning_curve.csv"
     curve.parent.mkdir(parents=True)
     pd.DataFrame({"step": [500, 1000, 1500], "heldout_loss": [2.0, 1.5, 1.2], "heldout_exact_match": [0.1, 0.3, 0.5],
                   "n": 64}).to_csv(curve, index=False)
+    both = pd.concat([evaluation, evaluation.assign(model="tp_transformer", correct=[6, 10, 9],
+                                                    accuracy=[0.6, 1.0, 0.9])], ignore_index=True)
+    (root / "results/plots").mkdir(parents=True)
+    write_bars(module_table(both), root / "results/plots/mathematics.csv")
+    write_curves({(model, seed): pd.DataFrame({"step": [500, 1000], "heldout_loss": [2.0, 1.0], "n": 64,
+                                               "heldout_exact_match": [0.1 * seed, 0.2 * seed + 0.1 * index]})
+                  for index, model in enumerate(MODELS) for seed in (1, 2)}, root / "results/plots/mathematics_curves.csv")
+    table = [{"model": "tp_transformer", "interpolation_acc": 0.6}, {"model": "transformer", "interpolation_acc": 0.5}]
+    write_metrics(headline_metrics(table, "mathematics", {"interpolation_acc": "interpolation_acc"}),
+                  root / "results/metrics.json")
     return root
+
+
+def hex_colours() -> dict[str, str]:
+    """Each model's colour in the matplotlib figures."""
+    from matplotlib.colors import to_hex
+
+    from tprepro.figures import model_colours
+
+    return {model: to_hex(colour) for model, colour in model_colours(MODELS).items()}
+
+
+def test_dvc_metrics_show_names_experiment_metric_and_model(tmp_path):
+    root = plots_project(tmp_path)
+    shown = subprocess.run([sys.executable, "-m", "dvc", "metrics", "show", "results/metrics.json"], cwd=root,
+                           env=tool_env(), capture_output=True, text=True, timeout=300)
+    header, row = shown.stdout.splitlines()[:2]
+    assert header.split() == ["Path", "mathematics.interpolation_acc.tp_transformer",
+                              "mathematics.interpolation_acc.transformer"], shown.stdout + shown.stderr
+    assert row.split() == ["results/metrics.json", "0.6", "0.5"]
 
 
 def test_dvc_plots_have_data_on_the_right_axes(tmp_path):
@@ -43,21 +80,31 @@ def test_dvc_plots_have_data_on_the_right_axes(tmp_path):
         content = entry["content"]
         return json.loads(content) if isinstance(content, str) else content
 
-    for path in ("mathematics/eval/transformer-s1.csv", "results/tables/mathematics_modules.csv"):
+    for path in ("mathematics/eval/transformer-s1.csv", "results/plots/mathematics.csv"):
         bars = spec(path)
         encoding = bars["encoding"]
         x, y = encoding["x"], encoding["y"]
         assert (x["field"], x["type"], y["field"], y["type"]) == ("accuracy", "quantitative", "module", "nominal"), path
         assert x["scale"]["domain"] == [0, 1], path  # 100% at most: no stacked bars
         assert encoding["row"]["field"] == "split" and encoding["yOffset"]["field"] == "series", path
-        assert [float(row["accuracy"]) for row in bars["data"]["values"]] == [0.5, 0.9, 0.8], path
-    assert spec("mathematics/eval/transformer-s1.csv")["title"]["text"].startswith("transformer seed 1,")
-    assert "pooled over seeds" in spec("results/tables/mathematics_modules.csv")["title"]["text"]
+    assert [float(row["accuracy"]) for row in spec("mathematics/eval/transformer-s1.csv")["data"]["values"]] == [
+        0.5, 0.9, 0.8]
+    assert spec("mathematics/eval/transformer-s1.csv")["title"]["text"].startswith(
+        "Mathematics Dataset: transformer seed 1,")
+    every_model = spec("results/plots/mathematics.csv")
+    assert every_model["title"]["text"].startswith("Mathematics Dataset:")
+    assert {(row["model"], row["colour"]) for row in every_model["data"]["values"]} == set(hex_colours().items())
     lines = spec("mathematics/models/transformer-s1/learning_curve.csv")
-    assert lines["title"]["text"].startswith("transformer seed 1,")
+    assert lines["title"]["text"].startswith("Mathematics Dataset: transformer seed 1,")
     assert (lines["encoding"]["x"]["field"], lines["encoding"]["y"]["field"]) == ("step", "heldout_exact_match")
     assert lines["encoding"]["y"]["scale"]["domain"] == [0, 1]  # a curve at 0.14 keeps its ticks
     assert [float(row["heldout_exact_match"]) for row in lines["data"]["values"]] == [0.1, 0.3, 0.5]
+    overlay = spec("results/plots/mathematics_curves.csv")  # every run of the experiment in one chart
+    assert overlay["title"]["text"].startswith("Mathematics Dataset:")
+    encoding = overlay["encoding"]
+    assert (encoding["color"]["field"], encoding["strokeDash"]["field"]) == ("model", "seed")
+    assert {(row["model"], row["seed"]) for row in overlay["data"]["values"]} == {
+        (model, str(seed)) for model in MODELS for seed in (1, 2)}
 
 
 def test_every_plot_uses_a_project_template_and_names_its_axes():
@@ -68,11 +115,63 @@ def test_every_plot_uses_a_project_template_and_names_its_axes():
 
     document = yaml.safe_load((REPO / "dvc.yaml").read_text())
     plots = [plot for entry in document["stages"].values() for plot in entry.get("do", entry).get("plots", [])]
-    plots += document["plots"]
     for plot in plots:
         ((path, props),) = plot.items()
         assert (REPO / ".dvc" / "plots" / f"{props['template']}.json").is_file(), path
         assert props["y_label"] and props["title"], path
+
+def every_headline(root) -> set[str]:
+    """Each experiment's headline metrics file, named as its tables stage names them; their columns
+    (DVC shows those of the stages in dvc.yaml)."""
+    from helpers import load_default_params
+    from tprepro.experiments.n2f.tasks import get_task
+    from tprepro.report.tables import headline_metrics, write_metrics
+
+    params = load_default_params()
+    headlines = {"two_variable_metrics.json": ("two_variable", {"overall_acc": "x"}),
+                 "summarization_metrics.json": ("summarization", {"xsum.rougeL": "x"}),
+                 **{f"{task}_metrics.json": (task, {get_task(task).headline(params["n2f"][task]["data"]): "x"})
+                    for task in ("mathqa", "algolisp")}}
+    for name, (label, columns) in headlines.items():
+        write_metrics(headline_metrics([{"model": "tp_x", "x": 0.5}], label, columns), root / "results" / name)
+    return {f"{label}.{metric}.tp_x" for label, columns in headlines.values() for metric in columns}
+
+
+def test_the_readmes_dvc_exp_show_line_shows_every_headline_and_only_changed_settings(tmp_path):
+    """The README's `dvc exp show` line fits: the headline metrics of every experiment and only
+    the settings that differ between experiments (none, with only the baseline), not 272 columns."""
+    from helpers import REPO
+
+    (line,) = [line.split("#")[0].strip() for line in (REPO / "README.md").read_text().splitlines()
+               if line.startswith("dvc exp show")]
+    root = plots_project(tmp_path)
+    headlines = every_headline(root) | {f"mathematics.interpolation_acc.{model}" for model in MODELS}
+    keep = shlex.split(line)[shlex.split(line).index("--keep") + 1]
+    assert all(re.search(keep, name) for name in headlines), keep  # mathqa's too, once n2f.tasks lists it
+    expected = {name for name in headlines if not name.startswith("mathqa.")}  # not in dvc.yaml by default
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True, capture_output=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "baseline"], cwd=root,
+                   check=True)
+    shown = subprocess.run([sys.executable, "-m", *shlex.split(line), "--csv"], cwd=root, env=tool_env(),
+                           capture_output=True, text=True, timeout=300)
+    header = shown.stdout.splitlines()[0].split(",")
+    assert set(header) - {"Experiment", "rev", "typ", "Created", "parent", "State", "Executor"} == expected, \
+        shown.stdout + shown.stderr
+
+
+def drawn_charts(dom: str) -> list[str]:
+    return re.findall(r'<svg[^>]*class="marks".*?</svg>', dom, flags=re.S)
+
+
+def marks(chart: str, kind: str) -> list[str]:
+    """The SVG paths of `chart`'s marks of `kind` (line, symbol, rect): one per line, point or bar."""
+    groups = re.findall(rf'<g[^>]*class="mark-{kind} role-mark[^"]*"[^>]*>(.*?)</g>', chart, flags=re.S)
+    return [path for group in groups for path in re.findall(r'<path[^>]*>', group)]
+
+
+def colour_of(path: str, attribute: str) -> str:
+    return re.search(rf'{attribute}="([^"]+)"', path).group(1).lower()
+
 
 @pytest.mark.slow  # dvc and Chromium subprocesses
 def test_dvc_plots_page_draws_its_charts_offline(tmp_path):
@@ -84,8 +183,19 @@ def test_dvc_plots_page_draws_its_charts_offline(tmp_path):
     assert page.is_file(), shown.stderr[-3000:]
     assert "cdn.jsdelivr" not in page.read_text()
     dom = chromium(page.as_uri(), tmp_path / "profile", screenshot="dvc_plots", offline=True)
-    charts = re.findall(r'<svg[^>]*class="marks".*?</svg>', dom, flags=re.S)
-    marks = sorted(len(re.findall(r'role="graphics-symbol"', chart)) for chart in charts)
-    # the plots of the runs not written here are empty; the three written are drawn: two bar
-    # charts of 3 bars (two panels) and the learning curve (its line and its points)
-    assert len([count for count in marks if count >= 2]) == 3, marks
+    charts = drawn_charts(dom)
+    counts = sorted(len(re.findall(r'role="graphics-symbol"', chart)) for chart in charts)
+    # the plots of the runs not written here are empty; the four written are drawn: the run's bar
+    # chart (3 bars in two panels) and learning curve (its line and its points), the experiment's
+    # bars (6: two models) and its overlay (4 lines and 8 points)
+    assert len([count for count in counts if count >= 2]) == 4, counts
+    colours = hex_colours()
+    overlay = next(chart for chart in charts if len(marks(chart, "line")) == 4)
+    assert sorted(colour_of(line, "stroke") for line in marks(overlay, "line")) == sorted(2 * list(colours.values()))
+    assert len({re.search(r'stroke-dasharray="([^"]*)"', line) and
+                re.search(r'stroke-dasharray="([^"]*)"', line).group(1) for line in marks(overlay, "line")}) == 2
+    bars = next(chart for chart in charts if len(marks(chart, "rect")) == 6)
+    tooltip = {colour_of(bar, "fill"): bar for bar in marks(bars, "rect")}
+    assert set(tooltip) == set(colours.values())  # the figures' colour of each model
+    for model, colour in colours.items():  # and the bar of that colour is that model's
+        assert f"model: {model}" in tooltip[colour].replace("&quot;", ""), tooltip[colour]

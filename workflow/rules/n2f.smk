@@ -2,7 +2,7 @@
 # algolisp: Table 2): data -> gold-program quality -> train / evaluate every model in
 # n2f.models -> the task's table. Settings: params.yaml `n2f:` (its `train:` overrides
 # the top-level one, and `n2f.<task>.train` both).
-from tprepro.experiments.n2f.settings import n2f_train
+from tprepro.experiments.n2f.settings import listed_task, n2f_train
 
 N2F_TRAIN = n2f_train(P)
 
@@ -15,6 +15,7 @@ rule n2f_data:
     input:
         *stage_inputs("n2f-data", P),
         code=code_digest("n2f-data"),
+        listed=listed_task(P, PARAMS_FILE),  # no file: stops the plan of an unlisted task's target
     output:
         *stage_outputs("n2f-data"),
     params:

@@ -1,4 +1,4 @@
-"""Trained models as MLflow models: `mlflow.pyfunc.load_model("runs:/<run id>/model").predict([...])`
+"""Trained models as MLflow models: `mlflow.pyfunc.load_model("runs:/<run id>/<name>").predict([...])`
 answers as `tprepro predict --model-dir` does (evaluate/answering.py), on a list of questions.
 
 The pyfunc model carries the model directory (model.pt, train_metrics.json) as its artifact and the
@@ -24,7 +24,7 @@ from tprepro.evaluate.answering import answer_with
 from tprepro.evaluate.evaluate import load_trained
 from tprepro.pipeline import MODEL_FILE
 
-ARTIFACT = "model"  # the name of a run's logged model: runs:/<run id>/model
+ARTIFACT = "model"  # a logged model's default name (the pipeline's: pipeline.logged_model_name)
 FILES = "tprepro_model"  # its artifact holding the model directory: artifacts/tprepro_model/model.pt
 MODEL_CODE = Path(__file__).with_name("answering_model.py")  # the model as code: set_model(AnsweringModel())
 
@@ -58,10 +58,10 @@ def save_answering_model(model_dir: Path, codec, example: str, path: Path) -> No
         )
 
 
-def log_answering_model(run, model_dir: Path, codec, example: str, staging: Path) -> None:
-    """The MLflow model of `model_dir` as `run`'s logged model `model` (a tracking.run.Run), written
+def log_answering_model(run, model_dir: Path, codec, example: str, staging: Path, name: str = ARTIFACT) -> None:
+    """The MLflow model of `model_dir` as `run`'s logged model `name` (a tracking.run.Run), written
     first to `staging` (replaced; kept, so that a fallback to the local store can log it again)."""
     if staging.exists():
         shutil.rmtree(staging)
     save_answering_model(model_dir, codec, example, staging)
-    run.log_model(staging, ARTIFACT, "pyfunc")
+    run.log_model(staging, name, "pyfunc")

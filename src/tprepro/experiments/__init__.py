@@ -38,7 +38,7 @@ class DvcStage:
     outs: tuple[str, ...] = ()  # outputs DVC caches (data, models)
     results: tuple[str, ...] = ()  # outputs left in the workspace only (small files, figures)
     metrics: tuple[str, ...] = ()  # `dvc metrics show` files (not cached)
-    plots: tuple[dict, ...] = ()  # `dvc plots show` files with their chart (learning_curve, accuracy_bars)
+    plots: tuple[dict, ...] = ()  # `dvc plots show` files with their chart (learning_curve, model_curves, ...)
 
 
 class Reported(str):
@@ -59,17 +59,32 @@ def trained(model_dir: str) -> tuple[str, str]:
     return f"{model_dir}/model.pt", f"{model_dir}/train_metrics.json"
 
 
-def learning_curve(path: str) -> dict:
-    """A run's learning_curve.csv as a DVC plot: held-out exact match per checkpoint."""
+def learning_curve(path: str, experiment: str) -> dict:
+    """A run's learning_curve.csv as a DVC plot: held-out exact match per checkpoint (`experiment`:
+    the title's first words, e.g. "Mathematics Dataset")."""
     return {path: {"cache": False, "template": "exact_match_curve", "x": "step", "y": "heldout_exact_match",
                    "x_label": "training step", "y_label": "held-out exact match",
-                   "title": "${item.model} seed ${item.seed}, held-out exact match per checkpoint"}}
+                   "title": f"{experiment}: ${{item.model}} seed ${{item.seed}}, held-out exact match per checkpoint"}}
 
 
-def accuracy_bars(path: str, per: str) -> dict:
+def accuracy_bars(path: str, per: str, experiment: str) -> dict:
     """A run's evaluation CSV as a DVC plot: one bar per module (or type, `per`)."""
     return {path: {"cache": False, "template": "accuracy_bars", "x": "accuracy", "y": "module", "y_label": per,
-                   "title": f"${{item.model}} seed ${{item.seed}}, exact-match accuracy per {per}"}}
+                   "title": f"{experiment}: ${{item.model}} seed ${{item.seed}}, exact-match accuracy per {per}"}}
+
+
+def model_curves(path: str, title: str) -> dict:
+    """Every run's learning curve of an experiment (report.plots.write_curves) as one DVC plot: a
+    colour per model (the figures' colours), a dash per seed."""
+    return {path: {"cache": False, "template": "model_curves", "x": "step", "y": "heldout_exact_match",
+                   "x_label": "training step", "y_label": "held-out exact match", "title": title}}
+
+
+def model_bars(path: str, per: str, score: str, title: str) -> dict:
+    """Scores per model, `per` (module, type or measure) and split (report.plots.write_bars) as one
+    DVC plot: a panel per split, a bar per model in the figures' colours."""
+    return {path: {"cache": False, "template": "model_bars", "x": "accuracy", "y": "module", "x_label": score,
+                   "y_label": per, "title": title}}
 
 
 @dataclass(frozen=True)
@@ -110,8 +125,6 @@ class Experiment:
     # Cross-key rules of the experiment's params sections (beyond the schema), run by every
     # validation of params.yaml; raises TpreproError naming the file and key.
     check: Callable[[dict, str], None] = field(default=lambda params, source: None)
-    # dvc.yaml's top-level plots of the experiment (charts over several files or stages).
-    plots: tuple[dict, ...] = ()
     # The values its --help examples give the DVC commands' ${references}, e.g. {"item.model": "ut",
     # "item.seed": "1"}: names params.yaml defines.
     example_items: dict[str, str] = field(default_factory=dict)
@@ -231,6 +244,12 @@ def table_files(table: str, caption: str) -> tuple[str, ...]:
     return Reported(f"{table}.csv", caption), f"{table}.md", Reported(f"{table}.html", caption)
 
 
+def plot_data(path: str, what: str) -> Option:
+    """A table stage's output `path` that a DVC plot draws (report.plots), `what` it holds: the
+    pipeline's path is its default, so that dvc.yaml's command need not name it."""
+    return Option(f"{what}, the DVC plot's data (CSV)").at(path)
+
+
 def table_arguments(models: bool = True, evals: str = "the evaluation CSVs", located: dict[str, str] | None = None,
                     **outputs: str) -> Callable[[argparse.ArgumentParser], None]:
     """A table stage's inputs (evaluations, and the trained models unless `models` is False) and its
@@ -254,14 +273,16 @@ def table_outputs(args: argparse.Namespace, *extra: str) -> dict[str, "Path"]:
 
 
 def mlflow_experiment(params: dict, name: str):
-    """Experiment `name`'s MLflow experiment: `<mlflow.prefix>-<name>` (dashes), described by its title."""
+    """Experiment `name`'s MLflow experiment: `<mlflow.prefix>-<name>` (dashes), described by its title
+    in plain text (the UI shows an experiment's description as written, Markdown marks included)."""
     from tprepro.tracking.store import Experiment as Tracked
 
     experiment = experiments()[name]
-    description = (f"**{experiment.title}**\n\nOne run per trained model and seed (params, step metrics, "
-                   f"evaluation per module, datasets, the model under Logged models), children of one "
-                   f"`pipeline` run per invocation; the tables run holds the tables and figures under "
-                   f"Artifacts > results. Made by tprepro.")
+    description = (f"{experiment.title}. One run per trained model and seed (params, step metrics, "
+                   f"evaluation per module, datasets, the model under Logged models, named "
+                   f"<experiment>-<run>), children of one pipeline run per invocation; the tables run "
+                   f"holds the tables and figures under Artifacts > results and their numbers as "
+                   f"table.<model>.<column> metrics (over seeds). Made by tprepro.")
     settings = params["mlflow"]
     return Tracked(f"{settings['prefix']}-{name.replace('_', '-')}", description, settings["log_models"])
 

@@ -61,12 +61,38 @@ def members_table(names: list[str], labels: np.ndarray, counts: list[int]) -> pd
 
 
 def cluster_figure(names: list[str], labels: np.ndarray, coords: np.ndarray, path: Path, title: str) -> None:
-    fig, ax = plt.subplots(figsize=(6.5, 5))
+    """`draw_clusters` saved as a PNG at `path`."""
+    save(draw_clusters(names, labels, coords, title), path)
+
+
+def label_groups(coords: np.ndarray, names: list[str], closeness: float = 0.03) -> list[tuple[np.ndarray, str]]:
+    """The points' labels, one per group of points closer than `closeness` of the plot's extent
+    (their names joined, at the group's first point), so that no two labels print over each other."""
+    extent = max(float(np.ptp(coords[:, 0])), float(np.ptp(coords[:, 1])), 1e-12) if len(coords) else 1.0
+    groups: list[tuple[np.ndarray, list[str]]] = []
+    for point, name in zip(coords, names):
+        near = next((group for group in groups if np.abs(group[0] - point).max() < closeness * extent), None)
+        if near is None:
+            groups.append((point, [name]))
+        else:
+            near[1].append(name)
+    return [(point, ", ".join(members)) for point, members in groups]
+
+
+def draw_clusters(names: list[str], labels: np.ndarray, coords: np.ndarray, title: str) -> plt.Figure:
+    """The operators in their first two principal components, a colour per k-means cluster named in
+    the legend (with its size), each label printed once beside its point (near points share one)."""
+    fig, ax = plt.subplots(figsize=(7.5, 5))
     cmap = plt.get_cmap("tab10")
-    for (x, y), name, label in zip(coords, names, labels):
-        ax.scatter(x, y, color=cmap(label % 10), s=18)
-        ax.annotate(name, (x, y), fontsize=6, xytext=(2, 2), textcoords="offset points")
+    for label in sorted(set(labels.tolist())):
+        chosen = labels == label
+        ax.scatter(coords[chosen, 0], coords[chosen, 1], color=cmap(label % 10), s=18,
+                   label=f"cluster {label} ({int(chosen.sum())})")
+    for (x, y), text in label_groups(coords, names):
+        ax.annotate(text, (x, y), fontsize=6, xytext=(3, 3), textcoords="offset points")
     ax.set_xlabel("PC 1")
     ax.set_ylabel("PC 2")
     ax.set_title(title, fontsize=9)
-    save(fig, path)
+    ax.legend(title="k-means cluster (operators)", fontsize=7, title_fontsize=7, loc="upper left",
+              bbox_to_anchor=(1.01, 1.0))  # beside the points, not over them
+    return fig

@@ -156,11 +156,19 @@ def write_digested_csv(frame: pd.DataFrame, path: Path, float_format: str | None
     record_digest(path)
 
 
+def headline_metrics(records: Sequence[dict], label: str, columns: dict[str, str]) -> dict:
+    """A table's DVC metrics, {label: {metric: {model: number}}} from `columns` ({metric: table column})
+    of each row of `records`: `dvc metrics show` names each `<label>.<metric>.<model>`."""
+    return {label: {metric: {row["model"]: row[column] for row in records} for metric, column in columns.items()}}
+
+
 def write_metrics(headlines: dict, path: Path) -> None:
-    """DVC metrics: {model: number or {label: number}}, NaN left out (a metrics file holds numbers only)."""
+    """DVC metrics: nested {name: number or {name: ...}}, NaN and empty groups left out (a metrics file
+    holds numbers only)."""
     def numbers(value):
         if isinstance(value, dict):
-            return {key: number for key, number in ((k, numbers(v)) for k, v in value.items()) if number is not None}
+            inner = {key: number for key, number in ((k, numbers(v)) for k, v in value.items()) if number is not None}
+            return inner or None
         return float(value) if value == value else None
 
     body = {model: value for model, value in ((m, numbers(v)) for m, v in headlines.items()) if value is not None}

@@ -49,20 +49,22 @@ def _check_mlflow(root, params) -> None:
     assert [m.step for m in curve] == sorted({m.step for m in curve}) and curve[-1].step == 12  # per checkpoint
     assert train_run.data.tags["mlflow.note.content"].startswith("**tp_transformer** (arch `tp_transformer`")
     tables_run = next(r for r in runs if r.info.run_name == "tables")
-    assert "tp_transformer.interpolation_acc" in tables_run.data.metrics
+    assert "table.tp_transformer.interpolation_acc" in tables_run.data.metrics  # the table's, over seeds
     artifacts = {a.path for a in client.list_artifacts(tables_run.info.run_id, "results")}
     assert "results/table1.md" in artifacts
     assert [a.path for a in client.list_artifacts(tables_run.info.run_id, "logs")] == ["logs/tables.log"]
 
     # the experiment: described, a training experiment, its artifacts inside the project (relative)
-    assert experiment.tags["mlflow.note.content"].startswith("**Schlag et al.")
+    description = experiment.tags["mlflow.note.content"]  # shown as written: plain text
+    assert description.startswith("Schlag et al.") and not {"**", "`"} & {description[i:i + n] for n in (1, 2)
+                                                                          for i in range(len(description))}
     assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
     assert experiment.artifact_location == f"mlartifacts/{experiment.experiment_id}"
     run_dir = root / "mlartifacts" / experiment.experiment_id / train_run.info.run_id / "artifacts"
     model_dir = root / "mathematics/models/tp_transformer-s1"
     (logged,) = [m for m in client.search_logged_models([experiment.experiment_id])
                  if m.source_run_id == train_run.info.run_id]  # under Logged models (evaluate/pyfunc.py)
-    assert (logged.name, logged.model_type) == ("model", "pyfunc")
+    assert (logged.name, logged.model_type) == (f"{experiment.name}-tp_transformer-s1", "pyfunc")  # its run's name
     stored = root / logged.artifact_location.removeprefix("file://")
     assert (stored / "artifacts/tprepro_model/model.pt").read_bytes() == (model_dir / "model.pt").read_bytes()
     assert {"MLmodel", "input_example.json"} <= {path.name for path in stored.iterdir()}
@@ -71,7 +73,7 @@ def _check_mlflow(root, params) -> None:
     mlflow.set_tracking_uri(f"sqlite:///{root / 'mlflow.db'}")
     try:
         questions = ["What is 3 + 5?", "What is -2 + 7?"]
-        answers = mlflow.pyfunc.load_model(f"runs:/{train_run.info.run_id}/model").predict(questions)
+        answers = mlflow.pyfunc.load_model(f"runs:/{train_run.info.run_id}/{logged.name}").predict(questions)
     finally:
         mlflow.set_tracking_uri(previous)
     assert answers == answer(model_dir, questions)
@@ -84,6 +86,7 @@ def _check_mlflow(root, params) -> None:
     assert json.loads(inputs[some].profile)["sha256"].startswith(inputs[some].digest)
     parent = client.get_run(train_run.data.tags["mlflow.parentRunId"])
     assert parent.info.run_name == "pipeline" and parent.info.status == "FINISHED"
+    assert parent.data.metrics == {}  # no copy of its children's metrics
 
     # each experiment its own MLflow experiment: nothing of the others' runs here
     assert not any(name.startswith(("two_variable/", "algolisp/")) for name in names)
@@ -127,8 +130,10 @@ def test_snakemake_pipeline_end_to_end(project, generate_python):
     assert "Nothing to be done" in snakemake(root, generate_python)
     assert {path: (path.stat().st_mtime_ns, path.read_bytes()) for path in made} == made
     assert active_runs(root) == active
-    shown = dvc(root, generate_python, "metrics", "show")  # one headline per model and experiment
-    assert "results/metrics.json" in shown and max(map(len, shown.splitlines())) <= 200, shown
+    shown = dvc(root, generate_python, "metrics", "show")  # each column names experiment, metric and model
+    assert "results/metrics.json" in shown and "mathematics.interpolation_acc.tp_transformer" in shown, shown
+    one = dvc(root, generate_python, "metrics", "show", "results/metrics.json")  # one experiment: one short line
+    assert len(one.splitlines()) == 2 and max(map(len, one.splitlines())) <= 200, one
 
     params["models"]["tp_transformer"]["d_ff"] = 24  # one model's setting
     write_params(root / "params.yaml", params)

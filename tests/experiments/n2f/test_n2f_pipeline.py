@@ -59,7 +59,7 @@ def check_tables(root, params, tasks=TASKS) -> None:
         intervals = frame[[c for c in frame.columns if c.endswith(("_paired_low", "_paired_high"))]]
         assert not intervals.empty and intervals.isna().all().all()  # model − the first: one seed, no interval
     for task in tasks:  # the DVC metric: each model's headline, the table's first column
-        headline = json.loads((root / f"results/{task}_metrics.json").read_text())
+        ((_, headline),) = json.loads((root / f"results/{task}_metrics.json").read_text())[task].items()
         assert list(headline) == sorted(models) and all(0 <= value <= 1 for value in headline.values())
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE, SPLITS, TRAIN_SPLITS
 from tprepro.experiments.mathematics.settings import check_mathematics
 from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, MODEL_CODE, PUBLISHING, SHARED_OPTIONS, TRAINING,
-                                 DvcStage, Experiment, Option, Reported, Stage, accuracy_bars, learning_curve, options,
+                                 DvcStage, Experiment, Option, Reported, Stage, accuracy_bars, learning_curve,
+                                 model_bars, model_curves, options, plot_data,
                                  table_arguments, table_files, table_outputs, train_arguments, trained)
 
 
@@ -62,7 +63,7 @@ FIGURES = {"modules_csv": "accuracy per model, module and split (CSV)",
 def _tables(args) -> None:
     from tprepro.experiments.mathematics.stages import tables_stage
 
-    tables_stage(args.params, Path(args.eval_dir), Path(args.models_dir), table_outputs(args, *FIGURES))
+    tables_stage(args.params, Path(args.eval_dir), Path(args.models_dir), table_outputs(args, *FIGURES, "plot", "curve_plot"))
 
 
 def _interpret(args) -> None:
@@ -101,6 +102,8 @@ HELDOUT_INDEX, EXTRAPOLATION_INDEX = split_index(INTERPOLATE), split_index(EXTRA
 VOCAB = "data/vocab.json"
 TABLE = "results/tables/table1"
 METRICS = "results/metrics.json"
+BARS_PLOT, CURVES_PLOT = "results/plots/mathematics.csv", "results/plots/mathematics_curves.csv"
+TITLE = "Mathematics Dataset"  # the DVC plots' titles start with it
 RECONSTRUCTION = "results/interpret/head_reconstruction"
 INTERPRETED = "mathematics/interpret"
 
@@ -156,7 +159,7 @@ EXPERIMENT = Experiment(
                             f"--out {MODEL} --checkpoints {CHECKPOINTS}/{RUN}",
                             matrix=RUNS, deps=(VOCAB, *TRAIN_INDEXES, HELDOUT_INDEX),
                             outs=(f"{MODEL}/model.pt",), results=(f"{MODEL}/train_metrics.json",),
-                            plots=(learning_curve(f"{MODEL}/learning_curve.csv"),)),)),
+                            plots=(learning_curve(f"{MODEL}/learning_curve.csv", TITLE),)),)),
         Stage("evaluate", "per-module accuracy on interpolate, extrapolate and a train sample",
               options("model_dir", interpolate=Option("interpolate split directory").at(HELDOUT),
                       extrapolate=Option("extrapolate split directory").at(EXTRAPOLATION),
@@ -168,9 +171,11 @@ EXPERIMENT = Experiment(
               dvc=(DvcStage(f"tprepro evaluate --model-dir {MODEL} --out {EVALS}/{RUN}.csv",
                             matrix=RUNS,
                             deps=(*trained(MODEL), HELDOUT_INDEX, EXTRAPOLATION_INDEX, *TRAIN_INDEXES),
-                            plots=(accuracy_bars(f"{EVALS}/{RUN}.csv", per="module"),)),)),
+                            plots=(accuracy_bars(f"{EVALS}/{RUN}.csv", per="module", experiment=TITLE),)),)),
         Stage("tables", "assemble Table 1, the per-module table and figure",
-              table_arguments(located={"models_dir": MODELS, "eval_dir": EVALS}, **FIGURES), _tables,
+              table_arguments(located={"models_dir": MODELS, "eval_dir": EVALS}, **FIGURES,
+                              plot=plot_data(BARS_PLOT, "accuracy per model, module and split"),
+                              curve_plot=plot_data(CURVES_PLOT, "every run's learning curve")), _tables,
               code=(*PUBLISHING, *MODEL_CODE, "experiments/mathematics/stages.py",
                     "experiments/mathematics/figures.py"),
               params=("report", "grid", "train.steps", "train.batch_size", "data.test_per_module"),
@@ -183,7 +188,11 @@ EXPERIMENT = Experiment(
                                      *table_files(TABLE, "table1"),
                                      Reported("results/figures/mathematics_modules.png", "figure"),
                                      Reported("results/figures/learning_curves.png", "learning_curves")),
-                            metrics=(METRICS,)),)),
+                            metrics=(METRICS,),
+                            plots=(model_bars(BARS_PLOT, "module", "exact-match accuracy",
+                                              f"{TITLE}: accuracy per module, every model (pooled over seeds)"),
+                                   model_curves(CURVES_PLOT, f"{TITLE}: every run's held-out exact match "
+                                                             "per checkpoint (a colour per model, a dash per seed)"))),)),
         Stage("interpret-mathematics", "attention maps, role clusters, head reconstruction and role one-hotness "
               "of one trained model (those its architecture has)",
               options("model_dir", "out",
@@ -213,9 +222,6 @@ EXPERIMENT = Experiment(
     ),
     models=lambda params: {"models": list(params["grid"]["models"])},
     check=check_mathematics,
-    plots=({"results/tables/mathematics_modules.csv": {
-        "template": "accuracy_bars", "x": "accuracy", "y": "module", "y_label": "module",
-        "title": "Mathematics Dataset, accuracy per module (pooled over seeds)"}},),
     example_items={"item.split": "train-easy", "item.module": "arithmetic__add_or_sub",
                    "item.model": "tp_transformer", "item.seed": "1"},
     report_category="Mathematics Dataset",

@@ -74,9 +74,11 @@ def evaluate_stage(params_path: str, model_dir: Path, interpolate_dir: Path, ext
 
 def tables_stage(params_path: str, eval_dir: Path, models_dir: Path, out: Mapping[str, Path]) -> None:
     """Table 1, the per-module table and figure and the learning curves, written to the paths of
-    `out` (table_csv, table_md, metrics, modules_csv, figure, curves)."""
+    `out` (table_csv, table_md, metrics, modules_csv, figure, curves) and the DVC plots' data (plot,
+    curve_plot)."""
     from tprepro.experiments.mathematics.figures import module_figure
     from tprepro.report.curves import curve_figure, read_curves
+    from tprepro.report.plots import write_bars, write_curves
     from tprepro.report.tables import module_table, read_eval, table1, table1_markdown, write_csv
 
     params = load_params(params_path)
@@ -98,7 +100,9 @@ def tables_stage(params_path: str, eval_dir: Path, models_dir: Path, out: Mappin
             modules, path, f"Mathematics Dataset: exact-match accuracy per module, pooled over seeds ({budget})"),
         out["curves"]: lambda path: curve_figure(
             curves, path, f"Mathematics Dataset: learning curves on the interpolate split ({budget})"),
+        out["plot"]: lambda path: write_bars(modules, path),
+        out["curve_plot"]: lambda path: write_curves(curves, path),
     }
     publish_table(mlflow_experiment(params, "mathematics"), "tables", {"stage": "tables"}, table, markdown, out,
-                  lambda row: row["interpolation_acc"], figures)
+                  ("mathematics", {"interpolation_acc": "interpolation_acc"}), figures)
     print(markdown)

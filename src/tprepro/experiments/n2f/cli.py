@@ -7,7 +7,7 @@ from pathlib import Path
 from tprepro.data.codecs import CodecKind
 from tprepro.experiments.n2f.settings import check_n2f
 from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, MODEL_CODE, PUBLISHING, TRAINING, DvcStage,
-                                 Experiment, Option, Reported, Stage, options, table_arguments, table_files,
+                                 Experiment, Option, Reported, Stage, model_bars, options, table_arguments, table_files,
                                  table_outputs, test_arguments, train_arguments, trained)
 from tprepro.experiments.n2f import TASKS
 
@@ -50,7 +50,7 @@ def _evaluate(args) -> None:
 def _tables(args) -> None:
     from tprepro.experiments.n2f.stages import tables_stage
 
-    tables_stage(args.params, args.task, Path(args.eval_dir), Path(args.models_dir), table_outputs(args))
+    tables_stage(args.params, args.task, Path(args.eval_dir), Path(args.models_dir), table_outputs(args, "plot"))
 
 
 def _interpret(args) -> None:
@@ -72,6 +72,7 @@ EVALS = "n2f/eval/${item.task}"
 QUALITY = "results/n2f/${item.task}_quality.json"
 TABLE = "results/tables/${item.task}"
 METRICS = "results/${item.task}_metrics.json"
+BARS_PLOT = "results/plots/${item.task}.csv"
 
 # What importing the tasks brings (tuples.py: the reserved tuple ids; tuple_vocab.py: batching;
 # tasks.py: report/published.py; stages.py: pipeline.py), beside the experiment's own package.
@@ -111,13 +112,17 @@ EXPERIMENT = Experiment(
                             matrix=RUNS,
                             deps=(*trained(f"{MODELS}/{RUN}"), f"{DATA}/test"), results=(f"{EVALS}/{RUN}.csv",)),)),
         Stage("n2f-tables", "the task's table (MathQA: Table 1, AlgoLisp: Table 2)",
-              table_arguments(task=TASK), _tables, code=(*PUBLISHING, *MODEL_CODE, *TASK_CODE),
+              table_arguments(task=TASK, plot="each measure per model and split, the DVC plot's data (CSV)"),
+              _tables, code=(*PUBLISHING, *MODEL_CODE, *TASK_CODE),
               params=("n2f.seeds", "n2f.train", "n2f.{task}.train", "train.steps", "train.batch_size", "n2f.models"),
               dvc=(DvcStage(f"tprepro n2f-tables --task ${{item.task}} --eval-dir {EVALS} --models-dir {MODELS} "
                             f"--table {TABLE} "
-                            f"--metrics {METRICS}",
+                            f"--metrics {METRICS} --plot {BARS_PLOT}",
                             matrix=EACH_TASK, deps=(EVALS, MODELS, QUALITY),
-                            results=table_files(TABLE, "n2f"), metrics=(METRICS,)),)),
+                            results=table_files(TABLE, "n2f"), metrics=(METRICS,),
+                            plots=(model_bars(BARS_PLOT, "measure", "score",
+                                              "TP-N2F ${item.task}: each measure on the test split, every model "
+                                              "(pooled over seeds)"),)),)),
         Stage("interpret-n2f", "cluster the TP-N2F decoder's relation unbinding vectors",
               options("model_dir", "test", "out", task=TASK), _interpret,
               code=(*INTERPRETING, *TASK_CODE),

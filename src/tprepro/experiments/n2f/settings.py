@@ -13,6 +13,36 @@ def n2f_train(params: dict, task: str | None = None) -> dict:
     return merge_overrides(merged, params["n2f"][task].get("train", {})) if task else merged
 
 
+def needs_release(section: dict, task: str) -> bool:
+    """Whether `task` reads the release's files (n2f.<task>.data.train/test) under the n2f `section`:
+    MathQA always, AlgoLisp unless generated."""
+    return task == "mathqa" or section[task]["data"].get("source") == "release"
+
+
+def unlisted_task(params: dict, task: str, source: str) -> str | None:
+    """What to change in `source` before an output of `task` can be made; None if n2f.tasks lists it
+    (Snakemake's plan stops with this instead of planning jobs whose first fails)."""
+    section = params["n2f"]
+    if task in section["tasks"]:
+        return None
+    files = [f"n2f.{task}.data.{split}" for split in ("train", "test") if not section[task]["data"].get(split)]
+    release = (f", and set {' and '.join(files)} to the release's files (src/tprepro/experiments/n2f/README.md "
+               f"says where to get them)," if needs_release(section, task) and files else "")
+    return f"{source}: n2f.tasks: add '{task}' (it lists {section['tasks']}){release} to make {task}'s outputs"
+
+
+def listed_task(params: dict, source: str):
+    """A Snakemake input function of the rules' `task` wildcard that adds no input: for a task that
+    n2f.tasks does not list it raises, so that the plan stops saying what to add (unlisted_task)."""
+    def nothing_if_listed(wildcards) -> list[str]:
+        problem = unlisted_task(params, wildcards.task, source)
+        if problem:
+            raise TpreproError(problem)
+        return []
+
+    return nothing_if_listed
+
+
 def check_n2f(params: dict, source: str) -> None:
     """Merged train settings; every model has settings per task; the data each task needs is named;
     the model whose unbinding is analysed is trained."""
@@ -22,10 +52,9 @@ def check_n2f(params: dict, source: str) -> None:
         for name in section["models"]:
             if name not in section[task]["models"]:
                 raise TpreproError(f"{source}: n2f.models: '{name}' has no entry under n2f.{task}.models")
-    needs = {"mathqa": True, "algolisp": section["algolisp"]["data"]["source"] == "release"}
     for task in section["tasks"]:
         for split in ("train", "test"):
-            if needs[task] and not section[task]["data"][split]:
+            if needs_release(section, task) and not section[task]["data"][split]:
                 raise TpreproError(f"{source}: n2f.{task}.data.{split}: set the path of the {task} "
                                    f"{split} file (the task is listed in n2f.tasks)")
     unbinding = section["interpret"]["unbinding"]["model"]

@@ -156,8 +156,9 @@ def evaluate_stage(params_path: str, task: str, model_dir: Path, test_dir: Path,
 
 def tables_stage(params_path: str, task: str, eval_dir: Path, models_dir: Path, out: Mapping[str, Path]) -> None:
     """The paper's table of `task` (MathQA: Table 1, AlgoLisp: Table 2), one row per model, written to
-    the paths of `out` (table_csv, table_md, metrics)."""
-    from tprepro.report.tables import read_eval
+    the paths of `out` (table_csv, table_md, metrics) and the DVC plot's data (plot: each measure per model)."""
+    from tprepro.report.plots import write_bars
+    from tprepro.report.tables import module_table, read_eval
 
     params = load_params(params_path)
     spec = get_task(task)
@@ -172,5 +173,6 @@ def tables_stage(params_path: str, task: str, eval_dir: Path, models_dir: Path, 
                              budget)
     headline = spec.headline(settings["data"])  # the task's first column: execution accuracy or Acc
     publish_table(mlflow_experiment(params, "n2f"), f"{task}/tables", {"stage": "n2f_tables", "task": task}, table,
-                  markdown, out, lambda row: row[headline])
+                  markdown, out, (task, {headline: headline}),
+                  {out["plot"]: lambda path: write_bars(module_table(evals), path)})
     print(markdown)

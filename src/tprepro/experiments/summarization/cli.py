@@ -8,7 +8,7 @@ from tprepro.data.codecs import CodecKind
 from tprepro.experiments.summarization import DOCUMENTS_SUFFIX
 from tprepro.experiments.summarization.settings import check_summarization
 from tprepro.experiments import (COMMON, EVALUATION, PUBLISHING, TRAINING, DvcStage, Experiment, Option, Stage,
-                                 options, table_arguments, table_files, table_outputs, trained)
+                                 model_bars, options, plot_data, table_arguments, table_files, table_outputs, trained)
 
 
 def _corpus(args) -> None:
@@ -39,7 +39,7 @@ def _evaluate(args) -> None:
 def _tables(args) -> None:
     from tprepro.experiments.summarization.stages import tables_stage
 
-    tables_stage(args.params, Path(args.eval_dir), table_outputs(args))
+    tables_stage(args.params, Path(args.eval_dir), table_outputs(args, "plot"))
 
 
 DATASET = Option("a name in summarization.datasets")
@@ -62,6 +62,7 @@ SCORES = f"summarization/eval/{RUN}.csv"
 DOCUMENTS = f"summarization/eval/{RUN}{DOCUMENTS_SUFFIX}"
 TABLE = "results/tables/summarization"
 METRICS = "results/summarization_metrics.json"
+BARS_PLOT = "results/plots/summarization.csv"
 
 EXPERIMENT = Experiment(
     name="summarization",
@@ -105,7 +106,8 @@ EXPERIMENT = Experiment(
                             matrix=RUNS, deps=(*trained(MODEL), DATA),
                             results=(SCORES, DOCUMENTS)),)),
         Stage("summarization-tables", "the summarization table and report",
-              table_arguments(models=False, evals=f"the evaluations: <dataset>/<run>.csv, <run>{DOCUMENTS_SUFFIX}"),
+              table_arguments(models=False, evals=f"the evaluations: <dataset>/<run>.csv, <run>{DOCUMENTS_SUFFIX}",
+                              plot=plot_data(BARS_PLOT, "ROUGE F1 per model, ROUGE type and dataset")),
               _tables, code=(*PUBLISHING, f"{S}/__init__.py", f"{S}/scoring.py", f"{S}/table.py", f"{S}/stages.py"),
               params=("summarization.models", "summarization.datasets", "summarization.seeds",
                       "summarization.report"),
@@ -113,7 +115,10 @@ EXPERIMENT = Experiment(
                             f"--table {TABLE} "
                             f"--metrics {METRICS}",
                             deps=("summarization/eval",),
-                            results=table_files(TABLE, "summarization"), metrics=(METRICS,)),)),
+                            results=table_files(TABLE, "summarization"), metrics=(METRICS,),
+                            plots=(model_bars(BARS_PLOT, "ROUGE", "ROUGE F1",
+                                              "Summarization: ROUGE F1 per dataset, every model (mean over seeds "
+                                              "and documents)"),)),)),
     ),
     models=lambda params: {"summarization.models": list(params["summarization"]["models"])},
     codecs=(CODEC,),

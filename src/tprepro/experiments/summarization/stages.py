@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 MODELS = "summarization.models"
 SUBWORD_MODEL = "spm.model"
-RUN_PREFIX = "summarization/"  # MLflow runs: summarization/<dataset>/<model>-s<seed>, summarization/tables
+# MLflow run names, as in every experiment's MLflow experiment: <dataset>/<model>-s<seed>, tables
 
 
 def _dataset_settings(params: dict, dataset: str, params_path: str) -> dict:
@@ -94,7 +94,7 @@ def train_stage(params_path: str, dataset: str, name: str, seed: int, data_dir: 
                                    {"train": open_dataset(data_dir / TRAIN, schema=SCHEMA)}, data_dir / SUBWORD_MODEL,
                                    out, checkpoints, mlflow_experiment(params, "summarization"),
                                    data_settings={**section["data"], "dataset": dataset},
-                                   run_prefix=f"{RUN_PREFIX}{dataset}/", codec=load_codec(params, data_dir)))
+                                   run_prefix=f"{dataset}/", codec=load_codec(params, data_dir)))
 
 
 def answer_documents(model, codec, model_dir: Path, documents: list[str], batch_size: int,
@@ -179,7 +179,9 @@ def read_run_evaluation(evaluation: Path, model: str, dataset: str, seed: int) -
 
 def tables_stage(params_path: str, eval_dir: Path, out: Mapping[str, Path]) -> None:
     """The paper's main table: ROUGE-1/2/L per dataset (columns) and model (rows) over the seeds,
-    written to the paths of `out` (table_csv, table_md, table_html, metrics)."""
+    written to the paths of `out` (table_csv, table_md, table_html, metrics), and the DVC plot's data
+    (plot: ROUGE F1 per model, a panel per dataset)."""
+    from tprepro.report.plots import write_bars
     from tprepro.experiments.summarization.table import read_published, summary_markdown, summary_table
 
     params = load_params(params_path, models=False)  # builds no model
@@ -189,7 +191,19 @@ def tables_stage(params_path: str, eval_dir: Path, out: Mapping[str, Path]) -> N
     published = read_published(section["report"]["published"])
     table = summary_table(evals, list(section["models"]), list(section["datasets"]), section["report"]["bootstrap"])
     markdown = summary_markdown(table, evals, published, section["report"]["samples"])
-    publish_table(mlflow_experiment(params, "summarization"), f"{RUN_PREFIX}tables",
+    publish_table(mlflow_experiment(params, "summarization"), "tables",
                   {"stage": "summarization_tables"}, table, markdown, out,
-                  lambda row: {dataset: row[f"{dataset}.rougeL"] for dataset in section["datasets"]})
+                  ("summarization", {f"{dataset}.rougeL": f"{dataset}.rougeL" for dataset in section["datasets"]}),
+                  {out["plot"]: lambda path: write_bars(rouge_by_dataset(eval_dir, section), path)})
     print(markdown)
+
+
+def rouge_by_dataset(eval_dir: Path, section: dict):
+    """Each model's mean ROUGE F1 per type (the `module` column) and dataset (`split`), over seeds and documents."""
+    import pandas as pd
+
+    from tprepro.report.tables import module_table, read_eval
+
+    return module_table(pd.concat([read_eval([eval_dir / dataset / f"{name}-s{seed}.csv" for name in section["models"]
+                                              for seed in section["seeds"]]).assign(split=dataset)
+                                   for dataset in section["datasets"]], ignore_index=True))

@@ -6,7 +6,8 @@ from pathlib import Path
 
 from tprepro.experiments.two_variable.settings import check_two_variable
 from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, MODEL_CODE, PUBLISHING, SHARED_OPTIONS, TRAINING,
-                                 DvcStage, Experiment, Reported, Stage, accuracy_bars, learning_curve, options,
+                                 DvcStage, Experiment, Reported, Stage, accuracy_bars, learning_curve, model_bars,
+                                 model_curves, options, plot_data,
                                  table_arguments, table_files, table_outputs, test_arguments, train_arguments,
                                  trained)
 
@@ -33,7 +34,7 @@ def _evaluate(args) -> None:
 def _tables(args) -> None:
     from tprepro.experiments.two_variable.stages import tables_stage
 
-    tables_stage(args.params, Path(args.eval_dir), Path(args.models_dir), table_outputs(args, "curves"))
+    tables_stage(args.params, Path(args.eval_dir), Path(args.models_dir), table_outputs(args, "curves", "plot", "curve_plot"))
 
 
 def _interpret(args) -> None:
@@ -53,6 +54,8 @@ TRAIN, TEST, VOCAB = f"{DATA}/train", f"{DATA}/test", f"{DATA}/vocab.json"
 EVALS, INTERPRETED = "two_variable/eval", "two_variable/interpret"
 TABLE = "results/tables/two_variable_types"
 METRICS = "results/two_variable_metrics.json"
+BARS_PLOT, CURVES_PLOT = "results/plots/two_variable.csv", "results/plots/two_variable_curves.csv"
+TITLE = "Two-variable arithmetic"  # the DVC plots' titles start with it
 
 EXPERIMENT = Experiment(
     name="two_variable",
@@ -77,7 +80,7 @@ EXPERIMENT = Experiment(
                             deps=(TRAIN, VOCAB, TEST),
                             outs=(f"{MODEL}/model.pt",),
                             results=(f"{MODEL}/train_metrics.json",),
-                            plots=(learning_curve(f"{MODEL}/learning_curve.csv"),)),)),
+                            plots=(learning_curve(f"{MODEL}/learning_curve.csv", TITLE),)),)),
         Stage("two-variable-evaluate", "test accuracy per expression type",
               test_arguments("per-type CSV", test=SHARED_OPTIONS["test"].at(TEST)), _evaluate,
               code=(*EVALUATION, "experiments/two_variable/stages.py", "experiments/two_variable/data.py"),
@@ -85,10 +88,12 @@ EXPERIMENT = Experiment(
               dvc=(DvcStage(f"tprepro two-variable-evaluate --model-dir {MODEL} --out {EVALS}/{RUN}.csv",
                             matrix=RUNS,
                             deps=(*trained(MODEL), TEST),
-                            plots=(accuracy_bars(f"{EVALS}/{RUN}.csv", per="expression type"),)),)),
+                            plots=(accuracy_bars(f"{EVALS}/{RUN}.csv", per="expression type", experiment=TITLE),)),)),
         Stage("two-variable-tables", "the per-type table (Wangperawong, Table 3)",
               table_arguments(located={"models_dir": MODELS, "eval_dir": EVALS},
-                              curves="the learning-curve figure (PNG)"), _tables,
+                              curves="the learning-curve figure (PNG)",
+                              plot=plot_data(BARS_PLOT, "accuracy per model, expression type and split"),
+                              curve_plot=plot_data(CURVES_PLOT, "every run's learning curve")), _tables,
               code=(*PUBLISHING, *MODEL_CODE, "experiments/two_variable/stages.py", "experiments/two_variable/table.py",
                     "experiments/two_variable/data.py"),
               params=("two_variable.models", "two_variable.seeds", "two_variable.train", "two_variable.data.size",
@@ -100,7 +105,11 @@ EXPERIMENT = Experiment(
                             results=(*table_files(TABLE, "two_variable"),
                                      Reported("results/figures/two_variable_learning_curves.png",
                                               "two_variable_curves")),
-                            metrics=(METRICS,)),)),
+                            metrics=(METRICS,),
+                            plots=(model_bars(BARS_PLOT, "expression type", "exact-match accuracy",
+                                              f"{TITLE}: accuracy per expression type, every model (pooled over seeds)"),
+                                   model_curves(CURVES_PLOT, f"{TITLE}: every run's held-out exact match "
+                                                             "per checkpoint (a colour per model, a dash per seed)"))),)),
         Stage("interpret-two-variable", "attention maps (and ponder maps of an adaptive model) of one model",
               options("model_dir", "out", test=SHARED_OPTIONS["test"].at(TEST)), _interpret,
               code=(*INTERPRETING, "experiments/two_variable/data.py", "experiments/two_variable/interpret.py"),

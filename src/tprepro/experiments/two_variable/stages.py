@@ -19,7 +19,6 @@ from tprepro.pipeline import (TrainingRun, evaluate_trained, heldout_settings, m
                               published_rows, require_model, train_model, training_summaries)
 
 MODELS = "two_variable.models"
-RUN_PREFIX = "two_variable/"  # MLflow run names: two_variable/<model>-s<seed>, two_variable/tables
 
 
 def data_stage(params_path: str, out: Path, vocab_out: Path) -> None:
@@ -48,7 +47,7 @@ def train_stage(params_path: str, name: str, seed: int, train_dir: Path, vocab_p
     return train_model(TrainingRun(
         name, seed, model_config(params, name, MODELS), TrainConfig.from_params({"train": train}),
         {"train": open_dataset(train_dir)}, vocab_path, out, checkpoints, mlflow_experiment(params, "two_variable"),
-        data_settings=section["data"], run_prefix=RUN_PREFIX, heldout=heldout))
+        data_settings=section["data"], heldout=heldout))
 
 
 def evaluate_stage(params_path: str, model_dir: Path, test_dir: Path, out: Path) -> None:
@@ -75,11 +74,13 @@ def evaluate_stage(params_path: str, model_dir: Path, test_dir: Path, out: Path)
 
 def tables_stage(params_path: str, eval_dir: Path, models_dir: Path, out: Mapping[str, Path]) -> None:
     """Table 3's shape: accuracy per expression type and overall, plus training wall time, per model;
-    and the models' learning curves; written to the paths of `out` (table_csv, table_md, metrics, curves)."""
+    and the models' learning curves; written to the paths of `out` (table_csv, table_md, metrics, curves)
+    and the DVC plots' data (plot, curve_plot)."""
     from tprepro.experiments.two_variable.data import metric_name
     from tprepro.experiments.two_variable.table import type_table, type_table_markdown
     from tprepro.report.curves import curve_figure, read_curves
-    from tprepro.report.tables import read_eval
+    from tprepro.report.plots import write_bars, write_curves
+    from tprepro.report.tables import module_table, read_eval
 
     params = load_params(params_path)
     names = list(params["two_variable"]["models"])
@@ -94,8 +95,9 @@ def tables_stage(params_path: str, eval_dir: Path, models_dir: Path, out: Mappin
               f"{params['two_variable']['data']['size']} problems")
     markdown = type_table_markdown(table, published_rows(params, names, "two_variable", MODELS), budget)
     figures = {out["curves"]: lambda path: curve_figure(
-        curves, path, f"Two-variable arithmetic: learning curves on the test split ({budget})")}
-    publish_table(mlflow_experiment(params, "two_variable"), f"{RUN_PREFIX}tables",
-                  {"stage": "two_variable_tables"}, table, markdown, out, lambda row: row["overall"], figures,
-                  metric_name=metric_name)
+        curves, path, f"Two-variable arithmetic: learning curves on the test split ({budget})"),
+        out["plot"]: lambda path: write_bars(module_table(evals), path),
+        out["curve_plot"]: lambda path: write_curves(curves, path)}
+    publish_table(mlflow_experiment(params, "two_variable"), "tables", {"stage": "two_variable_tables"}, table,
+                  markdown, out, ("two_variable", {"overall_acc": "overall"}), figures, metric_name=metric_name)
     print(markdown)

@@ -1,0 +1,91 @@
+"""Training jobs' progress as their log files tell it (the lines of train.callbacks.ProgressBar):
+what `tprepro status` prints for the jobs under logs/."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+LINE = re.compile(r"^(?P<stamp>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) UTC \[(?P<name>[^\]]+)\] (?P<text>.*)$")
+STARTED = re.compile(r"^training on .*?(?:from step 0|resuming at step (?P<step>\d+)) of (?P<total>\d+)")
+STEP = re.compile(r"^step (?P<step>\d+)/(?P<total>\d+), loss \S+, (?P<rate>[\d.]+) steps/s"
+                  r"(?:, about (?P<left>[\d.]+) min left)?")
+FINISHED = re.compile(r"^finished: step (?P<step>\d+)")
+
+
+@dataclass(frozen=True)
+class Progress:
+    """The last thing a training job's log says about it."""
+
+    log: Path
+    name: str  # the job, e.g. "transformer-s1"
+    finished: bool
+    step: int
+    total: int | None
+    rate: float | None  # steps/s of this attempt, when a step line said it
+    minutes_left: float | None
+    updated: datetime  # the time stamp of that line (UTC)
+
+    def describe(self, now: datetime) -> str:
+        """One line: job, step of total, rate, time left, how old the news is, and the log."""
+        done = f" ({self.step / self.total:.0%})" if self.total else ""
+        parts = [f"{self.name}: {'finished at ' if self.finished else ''}step {self.step}"
+                 f"{'/' + str(self.total) if self.total else ''}{done}"]
+        if not self.finished:
+            parts.append(f"{self.rate:.2f} steps/s" if self.rate is not None else "no rate yet")
+            if self.minutes_left is not None:
+                parts.append(f"about {self.minutes_left:.1f} min left")
+        age = max(0, int((now - self.updated).total_seconds()))
+        parts.append(f"as of {age // 60} min {age % 60} s ago")
+        return ", ".join(parts) + f"  [{self.log}]"
+
+
+def read_progress(log: Path) -> Progress | None:
+    """The job's progress from its log's last training line; None if the log has none (not a
+    training job's, or not started yet)."""
+    found = None
+    try:
+        text = log.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        match = LINE.match(line.strip())
+        if match is None:
+            continue
+        updated = datetime.strptime(match["stamp"], "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc)
+        name, said = match["name"], match["text"]
+        if started := STARTED.match(said):
+            found = Progress(log, name, False, int(started["step"] or 0), int(started["total"]), None, None, updated)
+        elif step := STEP.match(said):
+            left = float(step["left"]) if step["left"] else None
+            found = Progress(log, name, False, int(step["step"]), int(step["total"]), float(step["rate"]), left,
+                             updated)
+        elif (finished := FINISHED.match(said)) and found is not None:
+            found = Progress(log, name, True, int(finished["step"]), found.total, None, None, updated)
+    return found
+
+
+def job_progress(logs: Path) -> list[Progress]:
+    """Every training job's progress under `logs` (each *.log file, at any depth), by log path."""
+    found = (read_progress(path) for path in sorted(logs.rglob("*.log")))
+    return [progress for progress in found if progress is not None]
+
+
+def status_report(logs: Path, everything: bool = False, now: datetime | None = None) -> str:
+    """What `tprepro status` prints: each unfinished training job (with `everything`, the finished
+    ones too), and how to follow one."""
+    now = now or datetime.now(timezone.utc)
+    jobs = job_progress(logs)
+    running = [job for job in jobs if not job.finished]
+    shown = jobs if everything else running
+    lines = [job.describe(now) for job in shown]
+    finished = len(jobs) - len(running)
+    if not running:
+        lines.append(f"no training job in progress under {logs}/ ({finished} finished)")
+    else:
+        lines += ["", f"{len(running)} in progress, {finished} finished. Follow one with `tail -f {running[0].log}` "
+                      f"(a progress line every half minute); a job whose last line is much older than that "
+                      f"has stopped: the end of its log says why."]
+    return "\n".join(lines)

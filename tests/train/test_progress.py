@@ -1,0 +1,60 @@
+"""`tprepro status` reads real training jobs' logs (a `tprepro train` subprocess writing to
+logs/..., as Snakemake runs it): a running job's step, total, steps/s and time left, a finished
+job as finished, and how to follow a job with `tail -f`."""
+
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+from helpers import tool_env
+from training_project import make_workspace, train_command
+
+pytestmark = pytest.mark.slow  # training subprocesses; the running one until its first progress line (~30 s)
+
+
+def status(root, *args) -> str:
+    result = subprocess.run([sys.executable, "-m", "tprepro", "status", "--logs", "logs", *args], cwd=root,
+                            env=tool_env(), capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout
+
+
+def test_status_shows_a_running_jobs_step_rate_and_time_left_and_a_finished_one(tmp_path):
+    workspace = make_workspace(tmp_path / "ws", steps=20, log_every=5, checkpoint_every=10)
+    logs = workspace / "logs" / "train"
+    logs.mkdir(parents=True)
+    assert "no training job in progress under logs/ (0 finished)" in status(workspace)
+
+    with open(logs / "done-s1.log", "w") as log:  # a job run to its end
+        subprocess.run(train_command(workspace, workspace / "done"), cwd=workspace, env=tool_env(), stdout=log,
+                       stderr=subprocess.STDOUT, check=True, timeout=600)
+    make_workspace(tmp_path / "long", steps=1_000_000, log_every=5, checkpoint_every=1000)
+    running_log = logs / "transformer-s1.log"
+    with open(running_log, "w") as log:
+        job = subprocess.Popen(train_command(tmp_path / "long", workspace / "running"), cwd=workspace,
+                               env=tool_env(), stdout=log, stderr=subprocess.STDOUT)
+    try:
+        started = status(workspace)
+        deadline = time.monotonic() + 300
+        while " steps/s" not in running_log.read_text():  # ProgressBar's first line after ~30 s
+            assert job.poll() is None, running_log.read_text()[-3000:]
+            assert time.monotonic() < deadline, running_log.read_text()[-3000:]
+            if "transformer-s1: step 0/1000000" not in started:
+                started = status(workspace)  # the start line is there before the first step line
+            time.sleep(1)
+        shown = status(workspace)
+    finally:
+        job.kill()
+        job.wait()
+    assert "transformer-s1: step 0/1000000 (0%), no rate yet" in started, started
+    line = next(line for line in shown.splitlines() if line.startswith("transformer-s1:"))
+    assert re.fullmatch(r"transformer-s1: step \d+/1000000 \(\d+%\), [\d.]+ steps/s, about [\d.]+ min left, "
+                        r"as of \d+ min \d+ s ago  \[logs/train/transformer-s1.log\]", line), line
+    assert "done" not in shown and "1 in progress, 1 finished" in shown
+    assert "tail -f logs/train/transformer-s1.log" in shown
+    everything = status(workspace, "--all")
+    assert re.search(r"^transformer-s1: finished at step 20/20 \(100%\), as of .*done-s1\.log\]$", everything,
+                     flags=re.M), everything
