@@ -3,6 +3,7 @@
 from collections import Counter
 
 import pytest
+import torch
 
 from tprepro.data.batching import BatchStream, collate
 from tprepro.data.shards import iter_rows, open_dataset
@@ -197,3 +198,39 @@ def test_padding_falls_from_random_batches_to_pools_to_buckets(tmp_path, generat
     assert random_batches > 0.3  # three modules of very different lengths in one batch
     assert pools < 0.75 * random_batches
     assert buckets < pools
+
+
+def collate_row_by_row(rows, vocab):
+    """The collation before encode_padded: each text encoded and padded on its own."""
+    def pad(seqs):
+        out = torch.full((len(seqs), max(map(len, seqs))), vocab.pad_id, dtype=torch.long)
+        for i, seq in enumerate(seqs):
+            out[i, : len(seq)] = torch.tensor(seq, dtype=torch.long)
+        return out
+
+    answers = [vocab.encode(a) for _, a in rows]
+    return (pad([[vocab.bos_id, *vocab.encode(q), vocab.eos_id] for q, _ in rows]),
+            pad([[vocab.bos_id, *a] for a in answers]), pad([[*a, vocab.eos_id] for a in answers]),
+            sum(len(a) + 1 for a in answers))
+
+
+def test_batch_collation_equals_encoding_row_by_row(tmp_path, generate_python, monkeypatch):
+    """Real problems of three modules, and texts with characters the vocabulary lacks (ASCII, accented,
+    beyond the basic plane) and an empty answer: the same tensors as encoding each text on its own."""
+    from tprepro.experiments.mathematics.data_stage import run_data_stage
+
+    monkeypatch.setenv("TPREPRO_GENERATE_PYTHON", generate_python)
+    settings = {"source": "generate", "release_root": None, "seed": 3, "train_per_module": 64,
+                "test_per_module": 1, "rows_per_shard": 64}
+    datasets = []
+    for module in ("algebra__linear_1d", "polynomials__expand", "comparison__sort"):
+        run_data_stage("train-easy", module, tmp_path / module, settings)
+        datasets.append(open_dataset(tmp_path / module))
+    vocab = build_vocab(datasets)
+    rows = [(r["question"], r["answer"]) for d in datasets for r in iter_rows(d)]
+    odd = [("What is é + 𝛑 ~ 2?", ""), ("Ω", "€9"), ("", "1")]
+    for batch_rows in (rows[:64], rows[64:], odd + rows[:5]):
+        batch = collate(batch_rows, vocab)
+        src, tgt_in, tgt_out, n_tokens = collate_row_by_row(batch_rows, vocab)
+        assert torch.equal(batch.src, src) and torch.equal(batch.tgt_in, tgt_in) and torch.equal(batch.tgt_out, tgt_out)
+        assert batch.n_tokens == n_tokens and batch.src.dtype == torch.long

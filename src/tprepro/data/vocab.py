@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
+import numpy as np
+
 from tprepro.data.batching import collate
 from tprepro.data.shards import Dataset, read_columns
 from tprepro.errors import TpreproError
@@ -29,6 +31,10 @@ class Vocab:
 
     def __post_init__(self):
         object.__setattr__(self, "_index", {s: i for i, s in enumerate(self.symbols)})
+        characters = {ord(s): i for i, s in enumerate(self.symbols) if len(s) == 1}
+        table = np.full(max(characters, default=0) + 1, self.unk_id, dtype=np.int64)  # [max code point + 1]
+        table[list(characters)] = list(characters.values())
+        object.__setattr__(self, "code_table", table)  # character code point -> id (batching.encode_padded)
 
     pad_id = property(lambda self: 0)
     bos_id = property(lambda self: 1)
