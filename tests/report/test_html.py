@@ -25,13 +25,18 @@ PREDICTION = f"a prediction {IMAGE} {FRAME} [link](javascript:alert(1)) *not emp
 
 
 def write_evaluations(root, models) -> None:
-    """Each model's per-document file as the evaluate stage writes it (digest beside it)."""
+    """Each model's evaluation (a row per ROUGE type) and per-document file as the evaluate stage writes
+    them (digests beside them)."""
+    scores = {"rouge1": 0.5, "rouge2": 0.25, "rougeL": 0.5}
     for model in models:
-        documents = pd.DataFrame([{"id": "doc<1>&", "rouge1": 0.5, "rouge2": 0.25, "rougeL": 0.5,
-                                   "reference": REFERENCE, "prediction": PREDICTION}], columns=list(DOCUMENT_COLUMNS))
-        path = root / "summarization" / "eval" / "xsum" / f"{model}-s1.documents.csv"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_digested_csv(documents, path, float_format=None)
+        documents = pd.DataFrame([{"id": "doc<1>&", **scores, "reference": REFERENCE, "prediction": PREDICTION}],
+                                 columns=list(DOCUMENT_COLUMNS))
+        run = root / "summarization" / "eval" / "xsum" / f"{model}-s1"
+        run.parent.mkdir(parents=True, exist_ok=True)
+        write_digested_csv(documents, run.with_name(f"{run.name}.documents.csv"), float_format=None)
+        write_digested_csv(pd.DataFrame([{"model": model, "seed": 1, "module": name, "split": "test", "n": 1,
+                                          "correct": value, "accuracy": value} for name, value in scores.items()]),
+                           run.with_name(f"{run.name}.csv"))
 
 
 @pytest.mark.slow  # a tprepro subprocess and Chromium

@@ -87,7 +87,7 @@ def test_a_rules_outputs_are_its_stages_dvc_outputs_as_snakemake_patterns():
     # a Reported output carries its caption and its experiment's (or its own) report category
     table = {str(path): path for path in stage_outputs("n2f-tables")}
     assert list(table) == ["results/tables/{task}.csv", "results/tables/{task}.md", "results/tables/{task}.html",
-                           "results/{task}_metrics.json"]
+                           "results/{task}_metrics.json", "results/plots/{task}.csv"]
     shown = table["results/tables/{task}.csv"].flags["report"]
     assert (shown.caption, shown.category) == ("../report/n2f.rst", "TP-N2F")
     assert not is_flagged(table["results/tables/{task}.md"], "report")
