@@ -170,13 +170,50 @@ def test_tpr_encoder_binds_softly_selected_filler_and_role():
     torch.testing.assert_close(a_f[0].sum(-1), torch.ones(4))
 
 
+def test_authors_code_variant_adds_their_affine_pieces_and_their_start():
+    """variant authors_code: f = F a + b_F, scores k . (W_a h), a biased memory projection; init authors:
+    their init_weights. Equality with their model file: tests/benchmarks/test_parity_n2f.py."""
+    torch.manual_seed(0)
+    paper, model = model_of("tp_n2f"), model_of("tp_n2f", {"variant": "authors_code", "init": "authors"}).eval()
+    extra = {name for name, _ in model.named_parameters()} - {name for name, _ in paper.named_parameters()}
+    assert extra == {"encoder.filler_selection.dictionary_bias", "encoder.role_selection.dictionary_bias",
+                     "decoder.attention.memory_projection.bias", "decoder.attention.query_projection.weight"}
+    src, tgt_in, _ = copy_task(3, seed=1)
+    with torch.no_grad(), capture(model, "filler_probe") as fillers, capture(model, "binding_probe") as bindings, \
+            capture(model, "attention_probe") as attention:
+        model(src, tgt_in)
+        selection = model.encoder.filler_selection
+        f = fillers["encoder.filler_probe"][0] @ selection.dictionary.t() + selection.dictionary_bias  # [B, S, d_F]
+        binding = bindings["encoder.binding_probe"][0]  # [B, S, d_F, d_R]
+        real = src != PAD
+        ratio = binding[real][:, :, 0] / f[real]  # every filler row scaled by the same role entry
+        torch.testing.assert_close(ratio, ratio[:, :1].expand_as(ratio))
+        encoded, (hidden, cell), keys = model.encode(src)
+        h_input, _ = model.decoder.cell(model.decoder.embed(tgt_in)[:, 0], (hidden, cell))
+        scores = (keys @ model.decoder.attention.query_projection(h_input)[:, :, None]).squeeze(-1)
+        expected = torch.softmax(scores.masked_fill(encoded.pad_mask, float("-inf")), -1)
+        torch.testing.assert_close(attention["decoder.attention_probe"][0][:, 0], expected)
+    for embedding in (model.encoder.embedding, model.decoder.relation_embedding, model.decoder.argument_embedding):
+        assert embedding.weight.abs().max() <= 0.1
+    readout = model.decoder.readout
+    assert not readout.relation_head.bias.any() and not readout.argument_head.bias.any()
+    assert not model.reasoning.layers[0].bias.any()
+    cell = model.decoder.cell  # their Tuple-LSTM's input weights are an nn.Linear: +-1/sqrt(input width)
+    assert cell.hidden_size ** -0.5 < cell.weight_ih.abs().max() <= cell.input_size ** -0.5
+    duals = readout.unbinding.position_duals
+    assert duals.min() >= 0 and duals.max() < 1
+    for arch in ARCHS[1:]:  # every ablation builds under the variant and their start
+        model_of(arch, {"variant": "authors_code", "init": "authors"})
+
+
 # ---- padding ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("variant", ["paper", "authors_code"])
 @pytest.mark.parametrize("arch", ARCHS)
-def test_appending_padding_to_the_source_changes_nothing(arch):
+def test_appending_padding_to_the_source_changes_nothing(arch, variant):
     torch.manual_seed(0)
-    model = model_of(arch).eval()
+    model = model_of(arch, {"variant": variant}).eval()
     src, tgt_in, _ = copy_task(5, seed=3)
     padded = torch.cat([src, torch.full((5, 4), PAD)], dim=1)
     with torch.no_grad():
@@ -332,6 +369,7 @@ def test_paper_presets_and_parameter_counts():
     ("d_tuple_embedding", -1, "model.d_tuple_embedding: must be a positive integer"),
     ("selection_temperature", 0.0, "model.selection_temperature: must be > 0"),
     ("mask_padding", "yes", "model.mask_padding: expected bool"),
+    ("variant", "authors", "model.variant: unknown variant 'authors'; known: paper, authors_code"),
     ("n_filers", 3, "model.n_filers: unknown setting"),
 ])
 def test_validate_names_the_key(key, value, message):
@@ -342,8 +380,8 @@ def test_validate_names_the_key(key, value, message):
 def test_builder_errors_name_the_key():
     with pytest.raises(TpreproError, match="model.lstm_layers"):
         model_of("lstm2lstm", {"lstm_layers": 2})
-    with pytest.raises(TpreproError, match="model.init"):
-        model_of("tp_n2f", {"init": "authors"})
+    with pytest.raises(TpreproError, match="model.init: arch tp_n2f supports 'pytorch' and 'authors'"):
+        model_of("tp_n2f", {"init": "paper_literal"})
     with pytest.raises(TpreproError, match="model.n_relations"):
         build_model(resolve_model_config("tp_n2f_tiny"), VOCAB, PAD, n_relations=2, n_arguments=N_ARG)
     with pytest.raises(TypeError):  # the tuple archs need their output sizes

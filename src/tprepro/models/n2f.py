@@ -33,6 +33,16 @@ record, a public implementation's MathQA script instead gives the <pad> class ze
 each of its per-slot cross entropies (pad slots ignored, mean taken per slot, not per tuple).
 Greedy decoding takes the plain argmax (a REL_PAD or REL_BOS relation may be chosen by an
 untrained model); call model.eval() first to switch dropout off.
+
+The authors' code (ckzbullbullet/TP-N2F, src/model.py) adds three affine pieces the paper does not
+describe; `variant: authors_code` switches them on (default `paper`, the paper's equations):
+Luong's "general" attention score h W_a k instead of Eq. 39's dot product (their linear_in), a bias
+on the memory projection (their encoder2decoderCtx), and affine filler and role dictionaries
+f = F a + b_F, r = R a + b_R (their nn.Linear F and R). `init: authors` is their start (their
+init_weights; `init_authors_code` below). With both, tp_n2f holds their weights exactly and, on
+batches without padding, gives their losses step for step (benchmarks/parity_n2f.py). What stays
+different is padding: their scripts pad every problem to 128 positions and mask nothing, so their
+encoder reads the pads and their attention attends to them; here pads are skipped.
 """
 
 from __future__ import annotations
@@ -53,6 +63,7 @@ from tprepro.models.tpr_encoder import EncoderOutput, TPREncoder
 from tprepro.models.tuple_decoder import LinearReadout, TupleDecoder, UnbindingReadout
 
 KINDS = ("tpr", "lstm")
+VARIANTS = ("paper", "authors_code")
 
 
 class TupleLogits(NamedTuple):
@@ -78,12 +89,15 @@ class N2FConfig:
     selection_temperature: float = 0.1  # T of the filler/role soft selection softmax(W h / T) (Eq. 19, 27)
     reasoning_layers: int = 1  # linear+tanh layers of the Reasoning MLP from T_S to decoder state (A.2.2)
     mask_padding: bool = True  # the loss skips REL_PAD target tuples; False: they are class-0 targets
+    variant: str = "paper"  # "authors_code": the authors' general attention score and biases (module docstring)
 
     def validate(self, where: str) -> None:
         check_positive(self, where, "n_fillers", "d_filler", "d_relation", "d_argument", "d_position",
                        "tuple_arity", "d_tuple_embedding", "lstm_hidden", "reasoning_layers")
         if not self.selection_temperature > 0:
             raise TpreproError(f"{where}.selection_temperature: must be > 0, got {self.selection_temperature}")
+        if self.variant not in VARIANTS:
+            raise TpreproError(f"{where}.variant: unknown variant {self.variant!r}; known: {', '.join(VARIANTS)}")
 
 
 class LSTMEncoder(nn.Module):
@@ -140,9 +154,9 @@ class N2FModel(nn.Module):
         super().__init__()
         if encoder not in KINDS or decoder not in KINDS:
             raise ValueError(f"encoder and decoder must be one of {KINDS}, got {encoder!r}, {decoder!r}")
-        if cfg.init != "pytorch":
-            raise TpreproError(f"model.init: arch {cfg.arch} supports only 'pytorch' (got {cfg.init!r}): "
-                               "the TP-N2F paper states no initialisation")
+        if cfg.init not in N2F_INITS:
+            raise TpreproError(f"model.init: arch {cfg.arch} supports {' and '.join(map(repr, N2F_INITS))} (got "
+                               f"{cfg.init!r}): the TP-N2F paper states no initialisation, 'authors' is their code's")
         for key, size, least in (("n_relations", n_relations, REL_EOS + 1), ("n_arguments", n_arguments, ARG_NONE + 1)):
             if size < least:
                 raise TpreproError(f"model.{key}: {size} is fewer than the {least} reserved ids")
@@ -160,9 +174,12 @@ class N2FModel(nn.Module):
             d_state = n2f.lstm_hidden
             readout = LinearReadout(d_state, n2f.tuple_arity, n_relations, n_arguments)
         self.decoder = TupleDecoder(d_state, self.encoder.d_memory, n_relations, n_arguments, n2f.tuple_arity,
-                                    n2f.d_tuple_embedding, readout, cfg.dropout)
+                                    n2f.d_tuple_embedding, readout, cfg.dropout,
+                                    authors_code=n2f.variant == "authors_code")
         plain = (encoder, decoder) == ("lstm", "lstm")
         self.reasoning = None if plain else ReasoningMLP(self.encoder.d_summary, d_state, n2f.reasoning_layers)
+        if cfg.init == "authors":
+            init_authors_code(self)
 
     def encode(self, src: Tensor) -> tuple[EncoderOutput, tuple[Tensor, Tensor], Tensor]:
         """src: [B, S]. Returns (encoder output, decoder initial state (H^0, c^0) [B, d] each,
@@ -238,6 +255,33 @@ class N2FModel(nn.Module):
         return torch.cat(decoded, dim=1)
 
 
+N2F_INITS = ("pytorch", "authors")
+
+
+@torch.no_grad()
+def init_authors_code(model: N2FModel) -> None:
+    """The TP-N2F authors' start (their TPN2F.init_weights and decoder): the word, relation and argument
+    embeddings uniform in +-0.1; the biases of the Reasoning MLP's first layer and of the output heads
+    zero; the positional unbinding vectors p'_i uniform in [0, 1); the Tuple-LSTM's input weights and
+    bias at nn.Linear's scale, +-1/sqrt(input width) (their cell is two nn.Linear), where nn.LSTMCell
+    uses +-1/sqrt(hidden width). The rest keeps PyTorch's defaults."""
+    for embedding in (model.encoder.embedding, model.decoder.relation_embedding, model.decoder.argument_embedding):
+        embedding.weight.uniform_(-0.1, 0.1)
+    cell = model.decoder.cell
+    bound = cell.input_size ** -0.5
+    cell.weight_ih.uniform_(-bound, bound)
+    cell.bias_ih.uniform_(-bound, bound)
+    if model.reasoning is not None:
+        model.reasoning.layers[0].bias.zero_()
+    readout = model.decoder.readout
+    readout.relation_head.bias.zero_()
+    if isinstance(readout, UnbindingReadout):
+        readout.argument_head.bias.zero_()
+        readout.unbinding.position_duals.uniform_(0.0, 1.0)
+    else:
+        readout.argument_heads.bias.zero_()
+
+
 # The core settings the N2F archs read beyond CORE_SETTINGS (their own are N2FConfig's).
 N2F_SETTINGS = ("n_roles", "d_role")
 
@@ -262,7 +306,7 @@ _builder("lstm2tp", "lstm", "tpr")
 # direction. The word- and tuple-embedding widths are not stated in the paper: 128, what a public
 # implementation of the paper used. MathQA tuples have 2 arguments, AlgoLisp tuples 3.
 _N2F = dict(init="pytorch", dropout=0.0, selection_temperature=0.1, reasoning_layers=1,
-            mask_padding=True, **NO_BINDING)
+            mask_padding=True, variant="paper", **NO_BINDING)
 _N2F_PAPER = dict(_N2F, d_model=128, d_tuple_embedding=128, lstm_hidden=100, n_fillers=150, n_roles=50)
 _N2F_DATASETS = {
     "mathqa": dict(d_filler=30, d_role=20, d_relation=20, d_argument=10, d_position=5, tuple_arity=2),

@@ -11,7 +11,8 @@ Eq. 29 writes r ⊗ f, which only transposes the same matrix).
 Padding: at a pad position both LSTMs keep their state, T^t = 0 and the selection weights
 are 0, so T_S = sum_t T^t and the final states ignore padding wherever it is.
 Not stated in the paper, our choices: W_fa and W_ra have a bias; F and R are initialised
-like nn.Linear(n, d) weights (uniform in +-1/sqrt(n)).
+like nn.Linear(n, d) weights (uniform in +-1/sqrt(n)). Under `variant: authors_code` the
+dictionaries are affine, f = F a + b_F (the authors' code: nn.Linear(n_F, d_F)).
 
 Probes (for tprepro.models.probes.capture), one call per encoding:
   filler_probe  [B, S, n_F]      filler selection weights a_F
@@ -41,19 +42,22 @@ class EncoderOutput(NamedTuple):
 
 
 class SoftSelection(nn.Module):
-    """a = softmax(W h / T); returns (dictionary @ a, a): one of Eqs. 19-20 (fillers) or 27-28 (roles)."""
+    """a = softmax(W h / T); returns (dictionary @ a (+ bias), a): one of Eqs. 19-20 (fillers) or 27-28
+    (roles). `bias`: the dictionary is affine, as nn.Linear(n_items, d_item) (the authors' code)."""
 
-    def __init__(self, d_hidden: int, n_items: int, d_item: int, temperature: float):
+    def __init__(self, d_hidden: int, n_items: int, d_item: int, temperature: float, bias: bool = False):
         super().__init__()
         self.temperature = temperature
         self.scores = nn.Linear(d_hidden, n_items)  # W_fa or W_ra
         bound = 1.0 / math.sqrt(n_items)
         self.dictionary = nn.Parameter(torch.empty(d_item, n_items).uniform_(-bound, bound))  # F or R
+        self.dictionary_bias = nn.Parameter(torch.empty(d_item).uniform_(-bound, bound)) if bias else None
 
     def forward(self, hidden: Tensor) -> tuple[Tensor, Tensor]:
         """hidden: [B, d_hidden]. Returns (vector [B, d_item], weights [B, n_items])."""
         weights = torch.softmax(self.scores(hidden) / self.temperature, dim=-1)  # [B, n]
-        return weights @ self.dictionary.t(), weights
+        vector = weights @ self.dictionary.t()  # [B, d_item]
+        return (vector if self.dictionary_bias is None else vector + self.dictionary_bias), weights
 
 
 class TPREncoder(nn.Module):
@@ -69,8 +73,11 @@ class TPREncoder(nn.Module):
         self.dropout = nn.Dropout(cfg.dropout)
         self.filler_lstm = nn.LSTMCell(cfg.d_model, self.d_binding)  # Eqs. 13-18
         self.role_lstm = nn.LSTMCell(cfg.d_model, self.d_binding)  # Eqs. 21-26
-        self.filler_selection = SoftSelection(self.d_binding, n2f.n_fillers, n2f.d_filler, n2f.selection_temperature)
-        self.role_selection = SoftSelection(self.d_binding, cfg.n_roles, cfg.d_role, n2f.selection_temperature)
+        affine = n2f.variant == "authors_code"
+        self.filler_selection = SoftSelection(self.d_binding, n2f.n_fillers, n2f.d_filler, n2f.selection_temperature,
+                                              bias=affine)
+        self.role_selection = SoftSelection(self.d_binding, cfg.n_roles, cfg.d_role, n2f.selection_temperature,
+                                            bias=affine)
         self.filler_probe = nn.Identity()  # [B, S, n_F]
         self.role_probe = nn.Identity()  # [B, S, n_R]
         self.binding_probe = nn.Identity()  # [B, S, d_F, d_R]

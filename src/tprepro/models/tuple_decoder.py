@@ -13,6 +13,8 @@ attention over the encoder memory, and a readout of the attentional hidden state
   of h_input with the projected memory, the context s is the weighted sum of projected
   memory, and H = tanh(K [h_input; s]) with K: 2d -> d. Eq. 41 writes no tanh; we keep
   Luong et al.'s tanh (the paper cites their attention), which also keeps the fed-back H bounded;
+  `authors_code` (the authors' src/model.py): Luong's "general" score h W_a k, and a bias on the
+  memory projection;
 - readout: `UnbindingReadout` (TP-N2F, Eqs. 42-49) or `LinearReadout` (baseline: one
   linear head for the relation and one per argument slot).
 
@@ -29,11 +31,13 @@ from torch import Tensor, nn
 
 
 class LuongAttention(nn.Module):
-    """Dot-product attention over projected memory, then H = tanh(K [h; s]) (Eqs. 39-41)."""
+    """Dot-product attention over projected memory, then H = tanh(K [h; s]) (Eqs. 39-41).
+    `general_score`: scores k . (W_a h) (Luong's "general"); `memory_bias`: the projection is affine."""
 
-    def __init__(self, d_query: int, d_memory: int):
+    def __init__(self, d_query: int, d_memory: int, general_score: bool = False, memory_bias: bool = False):
         super().__init__()
-        self.memory_projection = nn.Linear(d_memory, d_query, bias=False)  # d_memory -> d (C_T)
+        self.memory_projection = nn.Linear(d_memory, d_query, bias=memory_bias)  # d_memory -> d (C_T)
+        self.query_projection = nn.Linear(d_query, d_query, bias=False) if general_score else None  # W_a
         self.combine = nn.Linear(2 * d_query, d_query, bias=False)  # K
 
     def keys(self, memory: Tensor) -> Tensor:
@@ -42,7 +46,8 @@ class LuongAttention(nn.Module):
 
     def forward(self, query: Tensor, keys: Tensor, pad_mask: Tensor) -> tuple[Tensor, Tensor]:
         """query: [B, d]; keys: [B, S, d]; pad_mask: [B, S]. Returns (H [B, d], weights [B, S])."""
-        scores = (keys @ query[:, :, None]).squeeze(-1)  # d^t (Eq. 39), [B, S]
+        scorer = query if self.query_projection is None else self.query_projection(query)  # [B, d]
+        scores = (keys @ scorer[:, :, None]).squeeze(-1)  # d^t (Eq. 39), [B, S]
         scores = scores.masked_fill(pad_mask, float("-inf"))
         weights = torch.softmax(scores, dim=-1)  # [B, S]
         context = (weights[:, None, :] @ keys).squeeze(1)  # s^t (Eq. 40), [B, d]
@@ -111,13 +116,13 @@ class TupleDecoder(nn.Module):
     """Attentional LSTM over tuples with a readout; the TP-N2F decoder or the baseline's."""
 
     def __init__(self, d_state: int, d_memory: int, n_relations: int, n_arguments: int, arity: int,
-                 d_embedding: int, readout: nn.Module, dropout: float):
+                 d_embedding: int, readout: nn.Module, dropout: float, authors_code: bool = False):
         super().__init__()
         self.arity = arity
         self.relation_embedding = nn.Embedding(n_relations, d_embedding)  # w_Rel
         self.argument_embedding = nn.Embedding(n_arguments, d_embedding)  # w_Arg (shared by the slots)
         self.cell = nn.LSTMCell((1 + arity) * d_embedding, d_state)  # Tuple-LSTM (Eqs. 32-37)
-        self.attention = LuongAttention(d_state, d_memory)
+        self.attention = LuongAttention(d_state, d_memory, general_score=authors_code, memory_bias=authors_code)
         self.attention_probe = nn.Identity()  # [B, T, S]
         self.readout = readout
         self.dropout = nn.Dropout(dropout)
