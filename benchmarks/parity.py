@@ -228,7 +228,7 @@ def train_losses(model: nn.Module, loss_fn, batches: list[Batch], pad_id: int, l
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
         optimizer.step()
-        losses.append(float(loss))
+        losses.append(float(loss.detach()))
     return losses
 
 
@@ -452,7 +452,7 @@ def main(argv=None) -> dict:
     return report
 
 
-def print_gap_table(title: str, gap: dict, window: int, scales: dict) -> None:
+def print_gap_table(title: str, gap: dict, window: int, scales: dict | None = None) -> None:
     n = len(gap["authors"])
     print(f"\n{title}: mean training loss per {window}-step window over seeds\n")
     print("| step | " + " | ".join(str(window * (i + 1)) for i in range(n)) + " | held-out |")
@@ -461,6 +461,8 @@ def print_gap_table(title: str, gap: dict, window: int, scales: dict) -> None:
     print("| project | " + " | ".join(f"{v:.3f}" for v in gap["project"]) + f" | {held['project']:.4f} |")
     print("| authors | " + " | ".join(f"{v:.3f}" for v in gap["authors"]) + f" | {held['authors']:.4f} |")
     print("| gap | " + " | ".join(f"{v:+.1%}" for v in gap["relative"]) + f" | {held['relative']:+.1%} |")
+    if scales is None:
+        return
     print(f"\nstarting scales that differ: {len(scales)} parameters"
           + "".join(f"\n  {name}: std {s['project_std']:.4f} (authors {s['authors_std']:.4f})"
                     for name, s in list(scales.items())[:6]))
