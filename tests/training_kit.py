@@ -28,7 +28,8 @@ def make_job(data, steps: int, preset: str = "tp_transformer_tiny", model: dict 
     """A small CPU job on `data` (dataset, codec); `train` overrides the training settings."""
     dataset, vocab = data
     settings = dict(steps=steps, batch_size=8, lr=1e-3, betas=(0.9, 0.995), grad_clip=0.1, warmup_steps=3,
-                    checkpoint_every=4, log_every=2, bucket_width=8, shuffle_buffer=32, read_rows=16, device="cpu", threads=1)
+                    checkpoint_every=4, log_every=2, bucket_width=8, shuffle_buffer=32, read_rows=16, device="cpu", threads=1,
+                    prefetch=2)  # the background thread: what CUDA runs use (auto is 0 on CPU), the harder path to resume
     config = TrainConfig(**{**settings, **train})
     return TrainJob(name="t", seed=seed, model=resolve_model_config(preset, model), config=config,
                     files=dataset.files, vocab=vocab, data_fingerprint=dataset.fingerprint())

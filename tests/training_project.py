@@ -29,7 +29,8 @@ def make_workspace(root: Path, **train) -> Path:
     params["grid"].update(modules=[MODULE], models=["transformer"])
     params["models"] = {"transformer": {"preset": "transformer_tiny", "d_model": 16, "n_heads": 2, "d_ff": 32,
                                         "n_encoder_layers": 1, "n_decoder_layers": 1}}
-    params["train"].update(batch_size=8, warmup_steps=5, threads=1, device="cpu", **train)
+    # prefetch 2: the background thread CUDA runs use (auto makes none on CPU), the harder path to resume exactly
+    params["train"].update(batch_size=8, warmup_steps=5, threads=1, device="cpu", prefetch=2, **train)
     write_params(root / "params.yaml", params)
     return root
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from tprepro.data.batching import BatchStream
-from tprepro.data.prefetch import Prefetcher
+from tprepro.data.prefetch import Prefetcher, prefetch_depth
 from tprepro.data.shards import open_dataset
 from tprepro.data.vocab import build_vocab
 
@@ -54,3 +54,9 @@ def test_close_stops_the_thread_while_the_queue_is_full(dataset):
     thread = prefetch._thread
     prefetch.close()
     assert not thread.is_alive()
+
+
+def test_auto_prefetches_on_cuda_only_and_a_number_is_kept():
+    assert prefetch_depth("auto", torch.device("cuda")) == 2
+    assert prefetch_depth("auto", torch.device("cpu")) == 0  # the thread would share the cores with the step
+    assert prefetch_depth(3, torch.device("cpu")) == 3 and prefetch_depth(0, torch.device("cuda")) == 0

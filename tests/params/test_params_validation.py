@@ -57,6 +57,17 @@ def test_unknown_presets_and_overrides_are_refused_by_validate_params(edit, key)
         validate_params(params)
 
 
+@pytest.mark.parametrize("value, accepted", [("auto", True), (0, True), (3, True), ("fast", False), (-1, False)])
+def test_prefetch_is_auto_or_a_number_of_batches(value, accepted):
+    params = load_default_params()
+    params["train"]["prefetch"] = value
+    if accepted:
+        assert validate_params(params)["train"]["prefetch"] == value
+    else:
+        with pytest.raises(TpreproError, match=re.escape("params.yaml: train.prefetch")):
+            validate_params(params)
+
+
 def test_the_data_stage_can_skip_model_checks_it_cannot_run_without_torch():
     params = load_default_params()
     params["models"]["transformer"]["preset"] = "nope"

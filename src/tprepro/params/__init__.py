@@ -304,7 +304,8 @@ class TrainConfig:
     loss_weighting: str = "batch"  # batch: each step's loss is its batch's mean per target token (short and long
     #                                batches weigh alike) | token: the batch's summed loss over the running mean of
     #                                target tokens per batch, so every token weighs alike across batches
-    prefetch: int = 2  # batches made ahead on a background thread (data/prefetch.py); 0: in the training loop
+    prefetch: int | str = "auto"  # batches made ahead on a background thread (data/prefetch.py); 0: in the
+    #                               training loop; auto: 2 on CUDA, 0 on CPU (there the thread competes with the step)
 
     @classmethod
     def from_params(cls, params: dict) -> "TrainConfig":

@@ -34,7 +34,7 @@ import torch.nn.functional as F
 
 from tprepro.params import TrainConfig
 from tprepro.data.batching import Batch, BatchStream
-from tprepro.data.prefetch import Prefetcher
+from tprepro.data.prefetch import Prefetcher, prefetch_depth
 from tprepro.models.config import ModelConfig
 from tprepro.models.interfaces import AuxiliaryLoss, Codec, TargetLoss
 from tprepro.models.registry import build_model
@@ -365,7 +365,8 @@ class Trainer:
         # Losses stay on the device until logged: no host sync per step.
         window = self.window
         window["since"] = time.perf_counter()
-        prefetch = Prefetcher(self.stream, self.config.prefetch, pin_memory=self.device.type == "cuda")
+        prefetch = Prefetcher(self.stream, prefetch_depth(self.config.prefetch, self.device),
+                              pin_memory=self.device.type == "cuda")
         with PreemptionFlag() as flag, prefetch:
             while self.step < self.config.steps:
                 if self.world.any(flag.requested):
