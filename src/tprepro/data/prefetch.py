@@ -20,8 +20,8 @@ from tprepro.data.batching import Batch, BatchStream
 
 def prefetch_depth(setting: int | str, device: torch.device) -> int:
     """`train.prefetch`: a number of batches, or auto: 2 on CUDA, 0 elsewhere. On CPU the thread shares the
-    cores with the step it would hide (and, in a pipeline, with the other jobs): with 3 processes on 2
-    cores a tiny TP-Transformer trained 25% slower with it (docs/gpu.md)."""
+    cores with the step it would hide (and, in a pipeline, with the other jobs): a tiny TP-Transformer
+    trained 9% slower with it two jobs on 2 cores, 25% slower three on 2 (docs/gpu.md)."""
     if setting == "auto":
         return 2 if device.type == "cuda" else 0
     return int(setting)
