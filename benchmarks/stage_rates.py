@@ -10,10 +10,13 @@ A job's seconds are its CPU seconds (user + system, its children included): what
 its own, which a run with as many cores as jobs gives it, and what other work on the machine changes
 least. Per stage: jobs of fixed work, their median; jobs of counted work (Work.unit: problems made or
 read, samples trained, problems decoded; per preset where a model runs, per Mathematics module where
-one is generated), a fixed part plus seconds per
-item: fitted by least squares where the run had two or more sizes, else the fixed part is the start-up
-every job pays (the median of the lightest fixed stage's jobs: imports) and the rest is per item, so
-that a bigger configuration scales all of it (an overestimate by at most that start-up per item count).
+one is generated), a fixed part plus seconds per item. A training job's trainer records the seconds
+of its training loop (train_metrics.json in its model folder): that is its per-sample part, and the
+rest of the job (imports, opening the data, building and exporting the model) its fixed part (the
+stage's median). Other stages: fitted by least squares where the run had two or more sizes, else the
+fixed part is the start-up every job pays (the median of the lightest fixed stage's jobs: imports) and
+the rest is per item, so that a bigger configuration scales all of it (an overestimate by at most that
+start-up per item count).
 Generated data also gets its bytes per item on disk (the job's output folders under --run-dir).
 """
 
@@ -38,6 +41,14 @@ def cpu_name() -> str:
 
 def folder_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.is_dir() else path.stat().st_size
+
+
+def loop_seconds(job, run_dir: Path) -> float | None:
+    """The training loop's seconds of a training job, from the train_metrics.json among its outputs."""
+    for out in job.outputs:
+        if Path(out).name == "train_metrics.json" and (run_dir / out).is_file():
+            return float(json.loads((run_dir / out).read_text())["wall_seconds"])
+    return None
 
 
 def fit(points: list[tuple[int, float]], startup: float) -> tuple[float, float]:
@@ -93,6 +104,15 @@ def main(argv: list[str] | None = None) -> int:
         kind = mine[0][1].kind
         if kind == "fixed":
             stages[stage] = {"fixed_s": round(statistics.median(s for _, _, s in mine), 3), "jobs": len(mine)}
+        elif kind == "train" and all(loop_seconds(job, Path(args.run_dir)) is not None for job, _, _ in mine):
+            loops = [(job, done, seconds, loop_seconds(job, Path(args.run_dir))) for job, done, seconds in mine]
+            entry = {"item": mine[0][1].unit, "jobs": len(mine), "per_preset": {},
+                     "fixed_s": round(statistics.median(max(0.0, s - loop) for _, _, s, loop in loops), 3),
+                     "split": "the trainer's loop seconds per sample; the rest of the job fixed"}
+            for preset in dict.fromkeys(done.preset for _, done, _ in mine):
+                entry["per_preset"][preset] = statistics.median(loop / d.items for _, d, _, loop in loops
+                                                                if d.preset == preset)
+            stages[stage] = entry
         elif kind in ("train", "decode"):
             entry = {"item": mine[0][1].unit, "jobs": len(mine), "per_preset": {}}
             for preset in dict.fromkeys(done.preset for _, done, _ in mine):

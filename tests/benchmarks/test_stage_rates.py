@@ -28,6 +28,10 @@ def test_a_runs_records_become_stage_rates(tmp_path):
         for output in job.outputs if done.kind == "generate" else ():
             (tmp_path / output).mkdir(parents=True, exist_ok=True)
             (tmp_path / output / "shard.parquet").write_bytes(b"x" * 100 * done.items)
+        if job.stage == "n2f-train":  # the trainer's record of its loop: the per-sample part
+            metrics = tmp_path / next(out for out in job.outputs if out.endswith("train_metrics.json"))
+            metrics.parent.mkdir(parents=True, exist_ok=True)
+            metrics.write_text(json.dumps({"wall_seconds": per_item * done.items}))
     records.append({"argv": ["tables"], "wall_s": 1.0, "cpu_s": 1.0, "status": 1})  # failed: left out
     (tmp_path / "jobs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     out = tmp_path / "results/benchmarks/stages/cpu.json"
@@ -48,3 +52,6 @@ def test_a_runs_records_become_stage_rates(tmp_path):
     assert train["per_preset"]["transformer_tiny"] == pytest.approx(0.002 + 1.5 / 64_000)
     assert train["per_preset"]["tp_transformer_tiny"] == pytest.approx(0.003 + 1.5 / 64_000)
     assert rates.rate("train", "tp_transformer_tiny").fixed_s == pytest.approx(0.5)
+    n2f = rates.stages["n2f-train"]  # split by the trainer's loop seconds: the rest of the job is fixed
+    assert n2f["fixed_s"] == pytest.approx(2.0)
+    assert n2f["per_preset"] == pytest.approx({preset: 0.0005 for preset in n2f["per_preset"]})
