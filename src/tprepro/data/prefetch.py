@@ -18,6 +18,7 @@ import torch
 
 from tprepro.data.batching import Batch, BatchStream
 
+
 def prefetch_depth(setting: int | str, device: torch.device) -> int:
     """`train.prefetch`: a number of batches, or auto: 2 on CUDA, 0 elsewhere. On CPU the thread shares the
     cores with the step it would hide (and, in a pipeline, with the other jobs): a tiny TP-Transformer
