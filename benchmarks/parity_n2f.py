@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import random
 import statistics
 import sys
 import time
@@ -40,7 +39,7 @@ import torch.nn.functional as F
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from parity import print_gap_table, relative_difference, window_gaps  # noqa: E402  (a sibling benchmark)
+from parity import print_gap_table, relative_difference, row_batches, window_gaps  # noqa: E402  (a sibling benchmark)
 
 from tprepro.data.batching import Batch  # noqa: E402
 from tprepro.data.tuple_ids import ARG_PAD, REL_PAD  # noqa: E402
@@ -258,18 +257,6 @@ def algolisp_rows(n: int, seed: int) -> list[tuple[str, str]]:
     return [(row["question"], row["answer"]) for row in rows]
 
 
-def random_batches(rows, vocab, batch_size: int, n: int, seed: int) -> list[Batch]:
-    """`n` batches of rows shuffled uniformly each epoch (seeded), padded to the longest."""
-    rng, order, batches = random.Random(seed), list(rows), []
-    while len(batches) < n:
-        rng.shuffle(order)
-        for start in range(0, len(order) - batch_size + 1, batch_size):
-            batches.append(vocab.collate(order[start: start + batch_size]))
-            if len(batches) == n:
-                break
-    return batches
-
-
 def without_padding(batch: Batch) -> Batch:
     """The batch cut to its shortest question and program: every position real on both sides."""
     words = int((batch.src != 0).sum(1).min())
@@ -359,7 +346,7 @@ def main(argv=None) -> dict:
     rows = algolisp_rows(args.problems + args.held_out, seed=1)
     held, train = rows[: args.held_out], rows[args.held_out:]
     vocab = build_tuple_vocab(train, ARITY)
-    batches = {s: random_batches(train, vocab, args.batch_size, args.steps, s) for s in args.seeds}
+    batches = {s: row_batches(train, vocab, args.batch_size, args.steps, s) for s in args.seeds}
     held_out = [vocab.collate(held[i: i + args.batch_size]) for i in range(0, len(held), args.batch_size)]
     print(f"{len(train)} training and {len(held)} held-out AlgoLisp problems; {len(vocab.words)} words, "
           f"{len(vocab.relations)} relations, {len(vocab.arguments)} arguments", flush=True)

@@ -28,7 +28,7 @@ def sample():
 
     rows = parity_n2f.algolisp_rows(300, seed=1)
     vocab = build_tuple_vocab(rows, parity_n2f.ARITY)
-    return vocab, parity_n2f.random_batches(rows, vocab, 8, 30, seed=1)
+    return vocab, parity_n2f.row_batches(rows, vocab, 8, 30, seed=1)
 
 
 def options(*extra: str):
