@@ -28,6 +28,21 @@ def arithmetic_rows(n: int, seed: int, module: str = "arithmetic__add_or_sub", s
     return rows
 
 
+def generated_mathematics(tmp_path, monkeypatch, generate_python, modules, per_module: int, seed: int):
+    """(datasets, vocabulary) of the real generator's train-easy problems of `modules`."""
+    from tprepro.data.shards import open_dataset
+    from tprepro.data.vocab import build_vocab
+    from tprepro.experiments.mathematics.data_stage import run_data_stage
+
+    monkeypatch.setenv("TPREPRO_GENERATE_PYTHON", generate_python)
+    settings = {"source": "generate", "release_root": None, "seed": seed, "train_per_module": per_module,
+                "test_per_module": 1, "rows_per_shard": 64}
+    for module in modules:
+        run_data_stage("train-easy", module, tmp_path / module, settings)
+    datasets = [open_dataset(tmp_path / module) for module in modules]
+    return datasets, build_vocab(datasets)
+
+
 def write_dataset(directory: Path, rows: list[dict], rows_per_shard: int = 50, schema=None) -> Path:
     """`rows` as a dataset directory (Mathematics schema unless `schema` is given)."""
     shards = (rows[start : start + rows_per_shard] for start in range(0, len(rows), rows_per_shard))

@@ -10,7 +10,7 @@ from tprepro.data.shards import iter_rows, open_dataset
 from tprepro.data.vocab import Vocab, build_vocab
 from tprepro.errors import TpreproError
 
-from helpers import arithmetic_rows, write_dataset
+from helpers import arithmetic_rows, generated_mathematics, write_dataset
 
 
 @pytest.fixture()
@@ -177,23 +177,11 @@ def padding_share(stream, vocab, batches: int = 60) -> float:
     return pad / total
 
 
-def generated(tmp_path, monkeypatch, generate_python, modules, per_module: int, seed: int):
-    """(datasets, vocabulary) of the real generator's train-easy problems of `modules`."""
-    from tprepro.experiments.mathematics.data_stage import run_data_stage
-
-    monkeypatch.setenv("TPREPRO_GENERATE_PYTHON", generate_python)
-    settings = {"source": "generate", "release_root": None, "seed": seed, "train_per_module": per_module,
-                "test_per_module": 1, "rows_per_shard": 64}
-    for module in modules:
-        run_data_stage("train-easy", module, tmp_path / module, settings)
-    datasets = [open_dataset(tmp_path / module) for module in modules]
-    return datasets, build_vocab(datasets)
-
-
 def test_padding_falls_from_random_batches_to_pools_to_buckets(tmp_path, generate_python, monkeypatch):
     """The padding each batch order costs, on the real generator's problems of several modules."""
-    datasets, vocab = generated(tmp_path, monkeypatch, generate_python,
-                                ("algebra__linear_1d", "numbers__place_value", "calculus__differentiate"), 120, 1)
+    datasets, vocab = generated_mathematics(tmp_path, monkeypatch, generate_python,
+                                            ("algebra__linear_1d", "numbers__place_value", "calculus__differentiate"),
+                                            120, 1)
 
     def order(**options):
         return padding_share(BatchStream([d.files for d in datasets], vocab, batch_size=8, bucket_width=8, seed=2,
@@ -222,8 +210,8 @@ def collate_row_by_row(rows, vocab):
 def test_batch_collation_equals_encoding_row_by_row(tmp_path, generate_python, monkeypatch):
     """Real problems of three modules, and texts with characters the vocabulary lacks (ASCII, accented,
     beyond the basic plane) and an empty answer: the same tensors as encoding each text on its own."""
-    datasets, vocab = generated(tmp_path, monkeypatch, generate_python,
-                                ("algebra__linear_1d", "polynomials__expand", "comparison__sort"), 64, 3)
+    datasets, vocab = generated_mathematics(tmp_path, monkeypatch, generate_python,
+                                            ("algebra__linear_1d", "polynomials__expand", "comparison__sort"), 64, 3)
     rows = [(r["question"], r["answer"]) for d in datasets for r in iter_rows(d)]
     odd = [("What is é + 𝛑 ~ 2?", ""), ("Ω", "€9"), ("", "1")]
     for batch_rows in (rows[:64], rows[64:], odd + rows[:5]):

@@ -10,6 +10,7 @@ import torch._dynamo
 from torch._dynamo.utils import counters
 
 from tprepro.data.batching import BatchStream
+from tprepro.data.packing import pack
 from tprepro.data.shards import open_dataset
 from tprepro.data.vocab import build_vocab
 from tprepro.experiments.mathematics.data_stage import run_data_stage
@@ -37,8 +38,8 @@ def data(generate_python, tmp_path_factory):
     return [d.files for d in datasets], build_vocab(datasets)
 
 
-def graphs_over_the_stream(data, preset: str, mark: bool) -> tuple[int, int]:
-    """(graphs Dynamo compiled, distinct (source, target) lengths) over STEPS steps of the stream."""
+def graphs_over_the_stream(data, preset: str, mark: bool, packing: bool = False) -> tuple[int, int]:
+    """(graphs Dynamo compiled, distinct (rows, source, target) shapes) over STEPS steps of the stream."""
     files, vocab = data
     torch._dynamo.reset()
     counters.clear()
@@ -46,11 +47,11 @@ def graphs_over_the_stream(data, preset: str, mark: bool) -> tuple[int, int]:
     net = compile_model(model, cache_dir=None, backend="eager")
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     stream = iter(BatchStream(files, vocab, batch_size=8, bucket_width=8, seed=3, shuffle_buffer=32,
-                              read_rows=16, pool_batches=1))
+                              read_rows=16, pool_batches=1, collate=(lambda rows: pack(rows, vocab)) if packing else None))
     shapes = set()
     for _ in range(STEPS):
         batch = next(stream)
-        shapes.add((batch.src.shape[1], batch.tgt_in.shape[1]))
+        shapes.add((batch.src.shape[0], batch.src.shape[1], batch.tgt_in.shape[1]))
         optimizer_step(net, optimizer, mark_dynamic_lengths(batch) if mark else batch, vocab.pad_id, 0.1)
     return counters["stats"]["unique_graphs"], len(shapes)
 
@@ -59,6 +60,14 @@ def graphs_over_the_stream(data, preset: str, mark: bool) -> tuple[int, int]:
 def test_marked_lengths_compile_once_for_every_batch_shape(data, preset):
     graphs, shapes = graphs_over_the_stream(data, preset, mark=True)
     assert shapes > 20  # random batches: many padded lengths
+    assert graphs == 1
+
+
+@pytest.mark.parametrize("preset", ["transformer_tiny", "tp_transformer_tiny"])
+def test_packed_batches_compile_once_for_every_row_count_and_width(data, preset):
+    """Packed rows (data/packing.py) vary in number as well as width: both are marked."""
+    graphs, shapes = graphs_over_the_stream(data, preset, mark=True, packing=True)
+    assert shapes > 3  # widths are multiples of 8: fewer shapes than padded batches, still several
     assert graphs == 1
 
 

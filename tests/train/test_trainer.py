@@ -8,7 +8,7 @@ from tprepro.train.checkpoint import load_checkpoint, save_checkpoint
 from tprepro.train.trainer import Trainer
 from tprepro.errors import TpreproError
 
-from training_kit import assert_resume_equals_uninterrupted, data, make_job  # noqa: F401  (the module-scoped data fixture)
+from training_kit import SMALL, assert_resume_equals_uninterrupted, data, make_job  # noqa: F401  (the module-scoped data fixture)
 
 
 @pytest.mark.parametrize("preset", ["transformer_tiny", "tp_transformer_tiny"])
@@ -65,3 +65,35 @@ def test_checkpoints_are_atomic_and_corruption_is_named(tmp_path):
     path.write_bytes(path.read_bytes()[:20])
     with pytest.raises(TpreproError, match="ckpt.pt: unreadable checkpoint"):
         load_checkpoint(path)
+
+
+class Logged(Callback):
+    def __init__(self):
+        self.metrics = []
+
+    def on_log(self, step, metrics):
+        self.metrics.append(metrics)
+
+
+def test_packed_training_follows_the_padded_run(data, tmp_path):
+    """`train.packing` lays the same random batches end to end: the same losses (to float32 rounding) and
+    the same real tokens per problem (tests/data/test_packing.py measures the padding it saves)."""
+    runs = {}
+    for packing in (False, True):
+        logged = Logged()
+        job = make_job(data, 12, model={**SMALL, "dropout": 0.0}, pool_batches=1, packing=packing)
+        Trainer(job, tmp_path / f"packing-{packing}" / "ckpt.pt", callbacks=[logged]).fit()
+        runs[packing] = logged.metrics
+    for padded, packed in zip(runs[False], runs[True]):
+        assert packed["loss"] == pytest.approx(padded["loss"], rel=1e-5)
+        per_problem = lambda m: m["tokens_per_s"] / m["samples_per_s"]  # noqa: E731
+        assert per_problem(packed) == pytest.approx(per_problem(padded))  # samples counted as problems
+
+
+def test_resume_is_exact_with_packed_batches(data, tmp_path):
+    assert_resume_equals_uninterrupted(lambda: make_job(data, 14, pool_batches=1, packing=True), tmp_path)
+
+
+def test_packing_is_refused_for_a_model_that_cannot_read_packed_rows(data, tmp_path):
+    with pytest.raises(TpreproError, match="train.packing: the lstm architecture cannot read packed rows"):
+        Trainer(make_job(data, 2, preset="lstm_tiny", model={}, packing=True), tmp_path / "ckpt.pt")

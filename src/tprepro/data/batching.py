@@ -33,7 +33,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -50,18 +50,52 @@ BATCHINGS = ("pool", "buckets")  # the batch orders of `train.batching`
 
 
 @dataclass
+class Segments:
+    """Where the problems of a packed batch (data/packing.py) lie: for every source and target position,
+    the problem's index in the batch (-1 at padding) and the position within that problem."""
+
+    src_docs: torch.Tensor  # [R, S]
+    src_positions: torch.Tensor  # [R, S]
+    tgt_docs: torch.Tensor  # [R, T]
+    tgt_positions: torch.Tensor  # [R, T]
+
+    def tensors(self) -> tuple[torch.Tensor, ...]:
+        return self.src_docs, self.src_positions, self.tgt_docs, self.tgt_positions
+
+    @property
+    def problems(self) -> int:
+        return int(self.tgt_docs.max()) + 1
+
+
+@dataclass
 class Batch:
-    """Character batches have [B, T] targets; tuple batches (data.tuple_vocab) [B, T, 1 + K]."""
+    """Character batches have [B, T] targets; tuple batches (data.tuple_vocab) [B, T, 1 + K].
+    A packed batch (`segments` set) holds several problems per row."""
 
     src: torch.Tensor  # [B, S] start + question + end, padded
     tgt_in: torch.Tensor  # [B, T] start + answer (teacher forcing input), padded
     tgt_out: torch.Tensor  # [B, T] answer + end, padded
     n_tokens: int  # non-pad target units (tokens, or tuples)
+    segments: Segments | None = None  # packed rows only
 
     def to(self, device: torch.device, non_blocking: bool = False) -> "Batch":
         """On `device`; `non_blocking` copies from pinned memory overlap the work queued before them."""
-        return Batch(*(t.to(device, non_blocking=non_blocking) for t in (self.src, self.tgt_in, self.tgt_out)),
-                     self.n_tokens)
+        return self.map(lambda t: t.to(device, non_blocking=non_blocking))
+
+    def map(self, function) -> "Batch":
+        """A batch of `function` applied to every tensor (e.g. a move, pinning, a slice of rows)."""
+        src, tgt_in, tgt_out = (function(t) for t in (self.src, self.tgt_in, self.tgt_out))
+        segments = None if self.segments is None else Segments(*map(function, self.segments.tensors()))
+        return Batch(src, tgt_in, tgt_out, self.n_tokens, segments)
+
+    def tensors(self) -> tuple[torch.Tensor, ...]:
+        """Every tensor of the batch: ids, then the segments' where packed."""
+        return (self.src, self.tgt_in, self.tgt_out) + (() if self.segments is None else self.segments.tensors())
+
+    @property
+    def problems(self) -> int:
+        """Problems in the batch: its rows, or more where packed."""
+        return self.src.shape[0] if self.segments is None else self.segments.problems
 
     @property
     def positions(self) -> int:
@@ -199,6 +233,7 @@ class BatchStream:
         state: dict | None = None,
         batching: str = "pool",
         pool_batches: int = 16,
+        collate: Callable[[Sequence[Row]], Batch] | None = None,
     ):
         self.datasets = as_datasets(files)
         if not any(self.datasets):
@@ -211,6 +246,7 @@ class BatchStream:
         if not sum(self.sizes):
             raise TpreproError(f"{self.datasets[0][0].parent}: the training data has no rows")
         self.vocab = vocab
+        self.collate = collate or vocab.collate  # rows -> a Batch (data/packing.py `pack` lays them end to end)
         self.batch_size = batch_size
         self.bucket_width = bucket_width
         self.batching = batching
@@ -285,7 +321,7 @@ class BatchStream:
 
     def __iter__(self) -> Iterator[Batch]:
         while True:
-            yield self.vocab.collate(self.next_rows())
+            yield self.collate(self.next_rows())
 
     def held_rows(self) -> int:
         """Rows in memory: the readers' chunks, the shuffle buffer, the buckets and the pool's batches."""

@@ -47,8 +47,7 @@ class Prefetcher:
     def _make(self) -> tuple[Batch, dict]:
         batch = next(self._batches)
         if self.pin_memory:
-            batch = Batch(batch.src.pin_memory(), batch.tgt_in.pin_memory(), batch.tgt_out.pin_memory(),
-                          batch.n_tokens)
+            batch = batch.map(torch.Tensor.pin_memory)
         return batch, self.stream.state_dict()
 
     def _fill(self) -> None:

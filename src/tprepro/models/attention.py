@@ -8,8 +8,11 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.nn.attention.flex_attention import BlockMask, create_block_mask, flex_attention
 
 from tprepro.models.binding import build_binding
+
+AttentionMask = Tensor | BlockMask  # a dense bool mask (True = may attend) or FlexAttention's block mask
 
 
 @dataclass
@@ -22,6 +25,29 @@ class KVCache:
     @property
     def length(self) -> int:
         return 0 if self.k is None else self.k.size(2)
+
+
+def document_mask(query_docs: Tensor, key_docs: Tensor, causal: bool = False,
+                  flex: bool | None = None) -> AttentionMask:
+    """Which keys each query of a packed batch (data/packing.py) may attend to: those of its own problem,
+    and with `causal` none after itself. query_docs: [R, T_q], key_docs: [R, T_k], each position's problem
+    (-1 at padding). A padding query may attend to every key, so that no softmax row is empty (no real
+    position attends to padding, so padding reaches no loss).
+
+    `flex` (default: on CUDA) gives a FlexAttention BlockMask (blocks of other problems are skipped), else a
+    dense bool mask [R, 1, T_q, T_k] for scaled_dot_product_attention: both give the same attention
+    (tests/models/test_packed_transformer.py)."""
+    if query_docs.is_cuda if flex is None else flex:
+        def allowed_mod(row, head, q, k):
+            allowed = (query_docs[row, q] == key_docs[row, k]) | (query_docs[row, q] < 0)
+            return allowed & (k <= q) if causal else allowed
+
+        rows, t_q, t_k = query_docs.shape[0], query_docs.shape[1], key_docs.shape[1]
+        return create_block_mask(allowed_mod, rows, None, t_q, t_k, device=query_docs.device)
+    allowed = (query_docs[:, :, None] == key_docs[:, None, :]) | (query_docs[:, :, None] < 0)  # [R, T_q, T_k]
+    if causal:
+        allowed = allowed & torch.ones(allowed.shape[1:], dtype=torch.bool, device=allowed.device).tril()
+    return allowed[:, None]  # [R, 1, T_q, T_k]
 
 
 class MultiHeadAttention(nn.Module):
@@ -63,12 +89,15 @@ class MultiHeadAttention(nn.Module):
         key_padding_mask: Tensor | None = None,
         causal: bool = False,
         cache: KVCache | None = None,
+        attn_mask: AttentionMask | None = None,
     ) -> Tensor:
         """x: [B, T_q, D]; source: [B, T_k, D] or None (self-attention); key_padding_mask:
         [B, T_k] bool, True = padding. With `cache`, self-attention appends this call's
         keys/values and cross-attention (source given) computes them once and reuses them.
+        `attn_mask` (packed batches, `document_mask`): bool [B, 1, T_q, T_k], True = may attend,
+        or a BlockMask, which runs FlexAttention and stands for every other mask.
         Returns [B, T_q, D]."""
-        batch, length, _ = x.shape
+        length = x.shape[1]  # T_q
         q = self._heads(self.q_proj(x))  # [B, H, T_q, d_k]
         if cache is not None and source is not None and cache.k is not None:  # cross-attention: reuse
             k, v = cache.k, cache.v  # [B, H, T_k, d_k]
@@ -82,11 +111,17 @@ class MultiHeadAttention(nn.Module):
                     v = torch.cat([cache.v, v], dim=2)  # [B, H, T_k, d_k]
                 cache.k, cache.v = k, v
 
-        allowed = None  # bool, True = may attend, broadcast to [B, H, T_q, T_k]
+        if isinstance(attn_mask, BlockMask):
+            if self.record_probs:
+                raise ValueError("attention probes read padded batches; this one is packed under a BlockMask")
+            filler = flex_attention(q, k, v, block_mask=attn_mask)  # [B, H, T_q, d_k]
+            return self._bind_heads(filler, x)
+        allowed = attn_mask  # bool, True = may attend, broadcast to [B, H, T_q, T_k]
         if causal:
             t_k = k.size(2)
             # Query i sits at absolute position t_k - T_q + i and sees keys up to it.
-            allowed = torch.ones(length, t_k, dtype=torch.bool, device=x.device).tril(t_k - length)  # [T_q, T_k]
+            before = torch.ones(length, t_k, dtype=torch.bool, device=x.device).tril(t_k - length)  # [T_q, T_k]
+            allowed = before if allowed is None else allowed & before
         if key_padding_mask is not None:
             keep = ~key_padding_mask[:, None, None, :]  # [B, 1, 1, T_k]
             allowed = keep if allowed is None else allowed & keep  # [B, 1, T_q, T_k]
@@ -99,7 +134,11 @@ class MultiHeadAttention(nn.Module):
             filler = probs @ v  # [B, H, T_q, d_k]
         else:
             filler = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)  # [B, H, T_q, d_k]
+        return self._bind_heads(filler, x)
 
+    def _bind_heads(self, filler: Tensor, x: Tensor) -> Tensor:
+        """filler: [B, H, T_q, d_k] attention results; x: [B, T_q, D] the query-side input. Returns [B, T_q, D]."""
+        batch, length, _ = x.shape
         bound = self.binding(filler, x)  # [B, H, T_q, d_out]
         bound = bound.transpose(1, 2).reshape(batch, length, -1)  # [B, T_q, H*d_out]
         return self.out_proj(bound)  # [B, T_q, D]

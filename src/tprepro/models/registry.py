@@ -65,6 +65,11 @@ def arch_task(name: str) -> str:
     return _ARCH_TASKS[name]
 
 
+def arch_packs(name: str) -> bool:
+    """Whether arch `name` reads packed rows (data/packing.py, `train.packing`)."""
+    return bool(getattr(_ARCHS[name], "supports_packing", False))
+
+
 def _family_fields(arch: str) -> tuple[str, ...]:
     family = _ARCH_FAMILIES.get(arch)
     return tuple(f.name for f in dataclasses.fields(family)) if family else ()

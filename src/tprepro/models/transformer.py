@@ -12,8 +12,9 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from tprepro.data.batching import Segments
 from tprepro.errors import TpreproError
-from tprepro.models.attention import KVCache, MultiHeadAttention
+from tprepro.models.attention import AttentionMask, KVCache, MultiHeadAttention, document_mask
 from tprepro.models.config import PAPER_SIZES, TINY_SIZES, ModelConfig
 from tprepro.models.initialisation import initialise
 from tprepro.models.registry import register_arch, register_preset
@@ -42,12 +43,14 @@ class InputEmbedding(nn.Module):
         self.register_buffer("positions", sinusoid_table(max_positions, d_model), persistent=False)  # [P, D]
         self.scale = math.sqrt(d_model)
 
-    def forward(self, x: Tensor, offset: int = 0) -> Tensor:
-        """x: [B, T] token ids at positions offset .. offset+T-1. Returns [B, T, D]."""
+    def forward(self, x: Tensor, offset: int = 0, positions: Tensor | None = None) -> Tensor:
+        """x: [B, T] token ids at positions offset .. offset+T-1, or at `positions` [B, T] (packed rows:
+        each problem counts from 0). Returns [B, T, D]."""
         end = offset + x.size(1)
         if end > self.positions.size(0):
             raise TpreproError(f"model.max_positions: sequence of length {end} exceeds {self.positions.size(0)}")
-        e = self.tokens(x) * self.scale + self.positions[offset:end]  # [B, T, D]
+        p = self.positions[offset:end] if positions is None else self.positions[positions]  # [T, D] or [B, T, D]
+        e = self.tokens(x) * self.scale + p  # [B, T, D]
         return e if self.role is None else e * self.role(e)  # [B, T, D]
 
 
@@ -83,9 +86,11 @@ class EncoderLayer(nn.Module):
         self.out_norm = nn.LayerNorm(cfg.d_model)
         self.dropout = nn.Dropout(cfg.dropout)
 
-    def forward(self, z: Tensor, pad_mask: Tensor) -> Tensor:
-        """z: [B, S, D]; pad_mask: [B, S] True at padding. Returns [B, S, D]."""
-        h = z + self.dropout(self.self_attn(self.attn_norm(z), key_padding_mask=pad_mask))  # [B, S, D]
+    def forward(self, z: Tensor, pad_mask: Tensor | None, attn_mask: AttentionMask | None = None) -> Tensor:
+        """z: [B, S, D]; pad_mask: [B, S] True at padding, or (packed rows) `attn_mask` from
+        attention.document_mask. Returns [B, S, D]."""
+        attended = self.self_attn(self.attn_norm(z), key_padding_mask=pad_mask, attn_mask=attn_mask)  # [B, S, D]
+        h = z + self.dropout(attended)  # [B, S, D]
         h = self.self_attn.bind_residual(h)  # [B, S, D]
         return self.out_norm(h + self.dropout(self.ff(self.ff_norm(h))))  # [B, S, D]
 
@@ -121,11 +126,15 @@ class DecoderLayer(nn.Module):
         src_mask: Tensor,
         self_cache: KVCache | None = None,
         cross_cache: KVCache | None = None,
+        self_mask: AttentionMask | None = None,
+        cross_mask: AttentionMask | None = None,
     ) -> Tensor:
-        """z: [B, T, D]; memory: [B, S, D]; src_mask: [B, S] True at padding. Returns [B, T, D]."""
-        h = z + self.dropout(self.self_attn(self.self_norm(z), causal=True, cache=self_cache))  # [B, T, D]
-        h = self.self_attn.bind_residual(h)  # [B, T, D]
-        cross = self.cross_attn(self.cross_norm(h), memory, key_padding_mask=src_mask, cache=cross_cache)  # [B, T, D]
+        """z: [B, T, D]; memory: [B, S, D]; src_mask: [B, S] True at padding, or (packed rows)
+        `self_mask` and `cross_mask` from attention.document_mask. Returns [B, T, D]."""
+        attended = self.self_attn(self.self_norm(z), causal=True, cache=self_cache, attn_mask=self_mask)  # [B, T, D]
+        h = self.self_attn.bind_residual(z + self.dropout(attended))  # [B, T, D]
+        cross = self.cross_attn(self.cross_norm(h), memory, key_padding_mask=src_mask, cache=cross_cache,
+                                attn_mask=cross_mask)  # [B, T, D]
         h = self.cross_attn.bind_residual(h + self.dropout(cross))  # [B, T, D]
         return self.out_norm(h + self.dropout(self.ff(self.ff_norm(h))))  # [B, T, D]
 
@@ -152,6 +161,7 @@ class TransformerModel(nn.Module):
     """Encoder-decoder with shared, tied symbol embedding E (Eq. 2, 8)."""
 
     supports_cache = True  # greedy_decode may feed one token at a time through new_cache()
+    supports_packing = True  # forward takes packed rows (data/packing.py, train.packing)
 
     def __init__(self, cfg: ModelConfig, vocab_size: int, pad_id: int):
         super().__init__()
@@ -184,13 +194,31 @@ class TransformerModel(nn.Module):
             z = layer(z, memory, src_mask, self_cache, cross_cache)  # [B, T, D]
         return z @ self.embedding.tokens.weight.t()  # [B, T, V]
 
-    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+    def forward(self, src: Tensor, tgt_in: Tensor, segments: Segments | None = None) -> Tensor:
         """Teacher forcing. src: [B, S]; tgt_in: [B, T] (right-padded). Returns logits [B, T, V].
 
         Target padding needs no mask: with right padding the causal mask already keeps
-        every real position from seeing a pad, and the loss ignores pad positions."""
+        every real position from seeing a pad, and the loss ignores pad positions.
+        With `segments` the rows are packed (data/packing.py): each position attends only within its
+        problem and takes its position within it."""
+        if segments is not None:
+            return self._forward_packed(src, tgt_in, segments)
         memory, src_mask = self.encode(src)  # [B, S, D], [B, S]
         return self.decode(tgt_in, memory, src_mask)  # [B, T, V]
+
+    def _forward_packed(self, src: Tensor, tgt_in: Tensor, seg: Segments) -> Tensor:
+        """src: [R, S]; tgt_in: [R, T] packed rows. Returns logits [R, T, V]."""
+        encoder_mask = document_mask(seg.src_docs, seg.src_docs)
+        self_mask = document_mask(seg.tgt_docs, seg.tgt_docs, causal=True)
+        cross_mask = document_mask(seg.tgt_docs, seg.src_docs)
+        z = self.dropout(self.embedding(src, positions=seg.src_positions))  # [R, S, D]
+        for layer in self.encoder:
+            z = layer(z, None, encoder_mask)  # [R, S, D]
+        memory = z
+        z = self.dropout(self.embedding(tgt_in, positions=seg.tgt_positions))  # [R, T, D]
+        for layer in self.decoder:
+            z = layer(z, memory, None, self_mask=self_mask, cross_mask=cross_mask)  # [R, T, D]
+        return z @ self.embedding.tokens.weight.t()  # [R, T, V]
 
 
 # ---- presets: Schlag et al. Sec. 4.1 and the variants -----------------------------------------------

@@ -159,8 +159,13 @@ def _check_models(params: dict, source: str) -> None:
     estimate of its training memory within the device's (params/memory.py)."""
     from tprepro.params.memory import check_fits, section_tokens, section_train
 
+    from tprepro.models.registry import arch_packs
+
     for section, name, cfg in resolved_models(params, source):
         train, train_key = section_train(params, section)
+        if train.get("packing") and not arch_packs(cfg.arch):
+            raise TpreproError(f"{source}: train.packing is true for {section}.{name}, whose {cfg.arch} "
+                               f"architecture cannot read packed rows; set packing: false in its train section")
         check_fits(cfg, f"{section}.{name}", train, train_key, section_tokens(params, section), source)
 
 
@@ -306,6 +311,8 @@ class TrainConfig:
     #                                target tokens per batch, so every token weighs alike across batches
     prefetch: int | str = "auto"  # batches made ahead on a background thread (data/prefetch.py); 0: in the
     #                               training loop; auto: 2 on CUDA, 0 on CPU (there the thread competes with the step)
+    packing: bool = False  # several problems laid end to end per row, each attending only within itself
+    #                        (data/packing.py): the same loss as padded rows, little padding (Transformer archs)
 
     @classmethod
     def from_params(cls, params: dict) -> "TrainConfig":

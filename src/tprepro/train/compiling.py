@@ -34,7 +34,10 @@ def compile_model(model: torch.nn.Module, cache_dir: Path | None, backend: str =
 
 
 def mark_dynamic_lengths(batch: Batch) -> Batch:
-    """Mark the source and target lengths (dim 1) of `batch` as dynamic for the compiled model; returns it."""
-    for tensor in (batch.src, batch.tgt_in):
-        torch._dynamo.maybe_mark_dynamic(tensor, 1)
+    """Mark the source and target lengths (dim 1) of `batch` as dynamic for the compiled model, and for a
+    packed batch (rows vary from step to step) the rows (dim 0) too; returns it."""
+    dims = (1,) if batch.segments is None else (0, 1)
+    for tensor in batch.tensors():
+        for dim in dims:
+            torch._dynamo.maybe_mark_dynamic(tensor, dim)
     return batch

@@ -19,7 +19,7 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 import torch.distributed as dist
@@ -93,10 +93,10 @@ def shard_batch(batch: Batch, world: World, pad_id: int) -> Batch:
     if not world.distributed:
         return batch
     if batch.src.shape[0] < world.size:
-        raise TpreproError(f"train.batch_size: {batch.src.shape[0]} problems cannot be split "
+        raise TpreproError(f"train.batch_size: {batch.src.shape[0]} rows cannot be split "
                            f"over {world.size} processes")
-    part = [t.tensor_split(world.size)[world.rank] for t in (batch.src, batch.tgt_in, batch.tgt_out)]
-    return Batch(*part, n_tokens=count_targets(part[2], pad_id))  # [B/N, S], [B/N, T(, 1+K)] x 2
+    part = batch.map(lambda t: t.tensor_split(world.size)[world.rank])  # [B/N, S], [B/N, T(, 1+K)] x 2
+    return replace(part, n_tokens=count_targets(part.tgt_out, pad_id))
 
 
 def process_count(requested: int) -> int:

@@ -59,5 +59,5 @@ def step_flops(loss_of, model: torch.nn.Module, batch: Batch) -> int:
 def flops_per_position(loss_of, model: torch.nn.Module, batch: Batch) -> float:
     """FLOPs of a training step per position (source + target, padding included), counted on the first
     PROBE_ROWS rows of `batch` at its padded lengths."""
-    probe = Batch(batch.src[:PROBE_ROWS], batch.tgt_in[:PROBE_ROWS], batch.tgt_out[:PROBE_ROWS], 0)
+    probe = batch.map(lambda t: t[:PROBE_ROWS])
     return step_flops(loss_of, model, probe) / probe.positions

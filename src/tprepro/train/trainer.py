@@ -34,6 +34,8 @@ import torch.nn.functional as F
 
 from tprepro.params import TrainConfig
 from tprepro.data.batching import Batch, BatchStream
+from tprepro.data.packing import pack
+from tprepro.data.vocab import Vocab
 from tprepro.data.prefetch import Prefetcher, prefetch_depth
 from tprepro.models.config import ModelConfig
 from tprepro.models.interfaces import AuxiliaryLoss, Codec, TargetLoss
@@ -101,7 +103,7 @@ def target_loss(module: torch.nn.Module, output, tgt_out: torch.Tensor, pad_id: 
 # Settings left out of the fingerprint while at these values (what a run did before the setting
 # existed), so checkpoints written before the settings existed still resume.
 FINGERPRINT_DEFAULTS = {"optimizer": "adam", "schedule": "constant", "batching": "buckets", "pool_batches": 16,
-                         "loss_weighting": "batch"}
+                         "loss_weighting": "batch", "packing": False}
 
 
 def make_optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
@@ -147,7 +149,8 @@ def batch_loss(model: torch.nn.Module, batch: Batch, pad_id: int, token_weight: 
     (models/interfaces.py); both are found through DDP / torch.compile wrappers.
     """
     with torch.autocast(batch.src.device.type, dtype=torch.bfloat16, enabled=amp):
-        output = model(batch.src, batch.tgt_in)  # logits [B, T, V], or a model's own output
+        packed = () if batch.segments is None else (batch.segments,)  # packed rows (data/packing.py)
+        output = model(batch.src, batch.tgt_in, *packed)  # logits [B, T, V], or a model's own output
         module = unwrap(model)
         loss = (target_loss(module, output, batch.tgt_out, pad_id, "mean") if token_weight is None
                 else token_weight * target_loss(module, output, batch.tgt_out, pad_id, "sum"))
@@ -194,6 +197,17 @@ class TrainJob:
         return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()
 
 
+def packed_collate(job: TrainJob, model: torch.nn.Module):
+    """`train.packing`: the stream's batches packed (data/packing.py), for a model and codec that take them."""
+    if not getattr(model, "supports_packing", False):
+        raise TpreproError(f"train.packing: the {job.model.arch} architecture cannot read packed rows; "
+                           f"packing works for transformer and tp_transformer presets")
+    if not isinstance(job.vocab, Vocab):
+        raise TpreproError(f"train.packing: packs character problems; {type(job.vocab).__name__} batches "
+                           f"are not packed")
+    return lambda rows: pack(rows, job.vocab)
+
+
 class Diverged(TpreproError):
     """A non-finite loss or weight: training stops; the last good checkpoint is kept."""
 
@@ -232,6 +246,7 @@ class Trainer:
             job.files, job.vocab, job.config.batch_size, job.config.bucket_width,
             seed=job.seed, shuffle_buffer=job.config.shuffle_buffer, read_rows=job.config.read_rows,
             state=self.stream_state, batching=job.config.batching, pool_batches=job.config.pool_batches,
+            collate=packed_collate(job, self.model) if job.config.packing else None,
         )
         self.consumed_stream_state = self.stream.state_dict()  # where the batches trained on end
         self.net = self.model  # what the loop calls: the model, wrapped for DDP / compiled
@@ -378,7 +393,7 @@ class Trainer:
                 self.consumed_stream_state = stream_state
                 window["loss"] += loss
                 window["steps"] += 1
-                window["samples"] += batch.src.shape[0]
+                window["samples"] += batch.problems
                 window["tokens"] += batch.n_tokens + int((batch.src != self.job.vocab.pad_id).sum())
                 window["positions"] += batch.positions
                 if self.step % self.config.log_every == 0 or self.step == self.config.steps:
