@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU check of the paper configuration in one device call (issue 35; about 7 minutes on one H100):
-# benchmarks/train_speed.py on the two paper models at batch 1024 (with a requeued process's first step)
-# and on the two-variable UT, then the `gpu` tests. Everything it writes lands under $OUT (the device's
+# benchmarks/train_speed.py on the two paper models at batch 1024 (with a requeued process's first step),
+# the paper TP-Transformer again on random batches packed into rows (train.packing), the two-variable UT,
+# then the `gpu` tests. Everything it writes lands under $OUT (the device's
 # returned folder) or results/benchmarks/gpu-session/.
 #
 # Before the call, here (the device has torch, pandas, pyarrow and pytest, but neither jsonschema nor the
@@ -26,12 +27,14 @@ python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.versio
 
 if [ "${DRY:-0}" = 1 ]; then
   size=(--params params.yaml --batch-size 16 --steps 20 --window 10 --modules algebra__linear_1d numbers__place_value)
-  math=(--presets transformer_tiny tp_transformer_tiny); two=(--presets ut_tiny)
+  math=(--presets transformer_tiny tp_transformer_tiny); packed=(--presets tp_transformer_tiny); two=(--presets ut_tiny)
 else
   size=(--steps "${STEPS:-150}" --window 25)
-  math=(); two=()
+  math=(); packed=(--presets tp_transformer_paper); two=()
 fi
 python3 benchmarks/train_speed.py "${size[@]}" "${math[@]}" --requeue --out-dir "$OUT" 2>&1 | tee "$OUT/train_speed.log"
+python3 benchmarks/train_speed.py "${size[@]}" "${packed[@]}" --pool-batches 1 --packing --out-dir "$OUT" 2>&1 \
+  | tee -a "$OUT/train_speed.log"
 python3 benchmarks/train_speed.py "${size[@]}" --experiment two_variable "${two[@]}" --out-dir "$OUT" 2>&1 \
   | tee -a "$OUT/train_speed.log"
 python3 -m pytest -q -p no:cacheprovider -m gpu tests/train/test_gpu.py 2>&1 | tee "$OUT/gpu_tests.log" || true

@@ -11,6 +11,7 @@ initialisation seed, Adam settings and gradient clipping as the trainer.
     python benchmarks/learning.py                      # tiny models, both streams, 300 steps
     python benchmarks/learning.py --models d128 --steps 500 --threads 2
     python benchmarks/learning.py --streams trainer --pool-batches 1       # random batches
+    python benchmarks/learning.py --streams trainer --pool-batches 1 --packing   # the same, packed rows
     python benchmarks/learning.py --steps 0 --batching buckets --bucket-width 32   # padding and mix only
 """
 
@@ -106,14 +107,14 @@ def reference_batches(rows: list[tuple[str, str]], batch_size: int, seed: int):
             yield epoch[start : start + batch_size]
 
 
-def batch_mix(row_batches, vocab: Vocab, module_of: dict[str, str], n: int = 200) -> dict:
-    """Over the first `n` batches: the share of padded positions in the source and target
-    tensors, and the mean number of distinct modules per batch."""
+def batch_mix(row_batches, collate, vocab: Vocab, module_of: dict[str, str], n: int = 200) -> dict:
+    """Over the first `n` batches (collated by `collate`, as the stream does): the share of padded
+    positions in the source and target tensors, and the mean number of distinct modules per batch."""
     pad = total = modules = 0
     for _ in range(n):
         rows = next(row_batches)
         modules += len({module_of[q] for q, _ in rows})
-        batch = vocab.collate(rows)
+        batch = collate(rows)
         for t in (batch.src, batch.tgt_out):  # [B, S], [B, T]
             pad += int((t == vocab.pad_id).sum())
             total += t.numel()
@@ -133,7 +134,7 @@ def train_config(args) -> TrainConfig:
     return dataclasses.replace(base, steps=args.steps, batch_size=args.batch_size, lr=args.lr, warmup_steps=0,
                                log_every=args.window, checkpoint_every=args.steps, bucket_width=args.bucket_width,
                                batching=args.batching, pool_batches=args.pool_batches,
-                               loss_weighting=args.loss_weighting,
+                               loss_weighting=args.loss_weighting, packing=args.packing,
                                device="cpu", threads=args.threads, amp=False, compile=False, processes=1)
 
 
@@ -188,6 +189,7 @@ def main() -> None:
     parser.add_argument("--bucket-width", type=int, default=8, help="batching buckets: width; 1000 = no bucketing")
     parser.add_argument("--loss-weighting", default="batch", choices=["batch", "token"],
                         help="trainer stream: each batch's mean (batch) or every token alike (token)")
+    parser.add_argument("--packing", action="store_true", help="trainer stream: several problems per row")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--modules", nargs="+", default=list(TRAIN_MODULES))
@@ -208,14 +210,16 @@ def main() -> None:
     print(f"{len(rows)} problems, {len(datasets)} datasets, {sum(len(d.files) for d in datasets.values())} shards; "
           f"batch {config.batch_size}, Adam lr {config.lr}, clip {config.grad_clip}, {args.threads} thread(s)")
 
-    mix = {"reference": batch_mix(reference_batches(rows, config.batch_size, args.seed), vocab, module_of)}
+    mix = {"reference": batch_mix(reference_batches(rows, config.batch_size, args.seed), vocab.collate, vocab,
+                                  module_of)}
     job = TrainJob(name="waste", seed=args.seed, model=resolve_model_config(ARCHS[args.archs[0]]), config=config,
                    files=trainer_files(datasets), vocab=vocab, data_fingerprint="benchmark")
     with tempfile.TemporaryDirectory() as tmp:
         stream = Trainer(job, Path(tmp) / "none.pt").stream  # as the trainer builds it
         order = (f"pool_batches {config.pool_batches}" if config.batching == "pool"
                  else f"bucket_width {config.bucket_width}") + f", loss_weighting {config.loss_weighting}"
-        mix[f"trainer ({order})"] = batch_mix(iter(stream.next_rows, None), vocab, module_of)
+        order += ", packed" if config.packing else ""
+        mix[f"trainer ({order})"] = batch_mix(iter(stream.next_rows, None), stream.collate, vocab, module_of)
     for name, m in mix.items():
         print(f"first 200 batches, {name}: {m['padding_waste']:.1%} padded positions, "
               f"{m['modules_per_batch']:.1f} modules per batch", flush=True)

@@ -18,6 +18,7 @@ One JSON per preset and device kind, `results/benchmarks/throughput/<device_kind
 `tprepro plan` reads), and a table.
 
     python benchmarks/train_speed.py --params workflow/configs/paper.yaml --requeue        # one GPU: paper presets, batch 1024
+    python benchmarks/train_speed.py --pool-batches 1 --packing   # random batches, packed rows (<preset>-packed.json)
     python benchmarks/train_speed.py --presets transformer_tiny tp_transformer_tiny --batch-size 32 --steps 50   # CPU
 
 Data: Mathematics presets train on the real generator's sample (learning.py's cache: every training module and
@@ -119,16 +120,17 @@ def train_config(args) -> TrainConfig:
     params["train"].update(params.get(args.experiment, {}).get("train", {}))
     base = TrainConfig.from_params(params)
     return dataclasses.replace(base, steps=args.steps, batch_size=args.batch_size or base.batch_size,
+                               pool_batches=args.pool_batches or base.pool_batches, packing=args.packing,
                                log_every=args.window, checkpoint_every=args.steps, device=args.device,
                                threads=args.threads, processes=1)
 
 
-def stream_rate(files, vocab, config: TrainConfig, batches: int = 20) -> float:
-    """Samples/s of the batch stream alone (read, shuffle, sort, collate) on this thread: the rate the
-    prefetching thread can feed a step at, to set against the step's own."""
+def stream_rate(files, vocab, config: TrainConfig, collate, batches: int = 20) -> float:
+    """Samples/s of the batch stream alone (read, shuffle, sort, collate or pack) on this thread: the rate
+    the prefetching thread can feed a step at, to set against the step's own."""
     stream = iter(BatchStream(files, vocab, config.batch_size, config.bucket_width, seed=1,
                               shuffle_buffer=config.shuffle_buffer, read_rows=config.read_rows,
-                              batching=config.batching, pool_batches=config.pool_batches))
+                              batching=config.batching, pool_batches=config.pool_batches, collate=collate))
     next(stream)  # the readers' first chunks
     started = time.perf_counter()
     for _ in range(batches):
@@ -160,11 +162,12 @@ def measure(preset: str, files, vocab, questions: list[str], args, cache_dir: Pa
         "batch_size": config.batch_size, "precision": "bf16" if trainer.amp else "fp32", "compile": trainer.compiled,
         "threads": torch.get_num_threads() if trainer.device.type == "cpu" else None, "steps": config.steps,
         "batching": config.batching, "pool_batches": config.pool_batches, "prefetch": config.prefetch,
+        "packing": config.packing,
         "samples_per_s": median("samples_per_s"), "step_s": config.batch_size / median("samples_per_s"),
         "flops_per_sample": trainer.flops_per_position * real_per_sample, "real_tokens_per_sample": real_per_sample,
         "mfu_real": median("mfu_real"), "mfu_padded": median("mfu_padded"), "peak_flops": trainer.peak_flops,
         "padding_share": median("padding_share"), "data_wait_share": median("data_wait_share"),
-        "stream_samples_per_s": stream_rate(files, vocab, config),
+        "stream_samples_per_s": stream_rate(files, vocab, config, trainer.stream.collate),
         "seconds_to_step_100": at_100, "recompiles": max(0, counters["stats"]["unique_graphs"] - 1)
         if trainer.compiled else None, "dynamo_graphs": counters["stats"]["unique_graphs"] if trainer.compiled else None,
         "peak_memory_bytes": peak_memory(trainer.device), "final_loss": windows.logged[-1]["loss"],
@@ -201,6 +204,8 @@ def requeue_seconds(preset: str, args, work: Path) -> float:
                "--window", "1", "--params", str(args.params), "--per-module", str(args.per_module), "--cache",
                str(args.cache), "--device", args.device, "--first-step-only", "--work", str(work)]
     command += ["--batch-size", str(args.batch_size)] if args.batch_size else []
+    command += ["--pool-batches", str(args.pool_batches)] if args.pool_batches else []
+    command += ["--packing"] if args.packing else []
     command += ["--modules", *args.modules] if args.modules else []
     started = time.time()
     done = subprocess.run(command, capture_output=True, text=True, check=True)
@@ -217,6 +222,8 @@ def parse_args(argv=None):
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--window", type=int, default=25, help="steps per logged window")
     parser.add_argument("--batch-size", type=int, default=None, help="default: the params file's")
+    parser.add_argument("--pool-batches", type=int, default=None, help="default: the params file's (1: random batches)")
+    parser.add_argument("--packing", action="store_true", help="several problems per row (train.packing)")
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     parser.add_argument("--threads", type=int, default=0, help="CPU: torch threads (0: torch's default)")
     parser.add_argument("--per-module", type=int, default=300, help="problems per module and difficulty")
@@ -254,7 +261,7 @@ def main(argv=None) -> list[dict]:
             result = measure(preset, files, vocab, questions, args, work)
             if args.requeue and result["compile"]:
                 result["seconds_to_first_step_requeued"] = requeue_seconds(preset, args, work)
-            out = args.out_dir / result["device_kind"] / f"{preset}.json"
+            out = args.out_dir / result["device_kind"] / f"{preset}{'-packed' if args.packing else ''}.json"
             out.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_text(out, json.dumps(result, indent=1) + "\n")
             results.append(result)

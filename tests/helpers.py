@@ -43,6 +43,17 @@ def generated_mathematics(tmp_path, monkeypatch, generate_python, modules, per_m
     return datasets, build_vocab(datasets)
 
 
+def varied_sums(n: int, seed: int) -> list[tuple[str, str]]:
+    """(question, answer) sums with questions of 8 to 40 characters and answers of 1 to 9: lengths that pad
+    a lot in one batch (packing tests)."""
+    rng = random.Random(seed)
+    rows = []
+    for _ in range(n):
+        terms = [str(rng.randint(0, 10 ** rng.randint(1, 4))) for _ in range(rng.randint(2, 7))]
+        rows.append((("What is " + " + ".join(terms) + "?")[:40], str(sum(map(int, terms)))))
+    return rows
+
+
 def write_dataset(directory: Path, rows: list[dict], rows_per_shard: int = 50, schema=None) -> Path:
     """`rows` as a dataset directory (Mathematics schema unless `schema` is given)."""
     shards = (rows[start : start + rows_per_shard] for start in range(0, len(rows), rows_per_shard))

@@ -38,6 +38,18 @@ def test_tiny_presets_on_cpu_write_the_schema_plan_reads(tmp_path, generate_pyth
     table = capsys.readouterr().out
     assert "MFU real" in table and "tp_transformer_tiny" in table
 
+    random_batches = {}  # the same sample, random batches, padded and packed
+    for packing in ([], ["--packing"]):
+        [random_batches[bool(packing)]] = train_speed.main([
+            "--params", str(REPO / "params.yaml"), "--presets", "tp_transformer_tiny", "--pool-batches", "1",
+            *packing, "--modules", "algebra__linear_1d", "numbers__place_value", "--per-module", "30",
+            "--steps", "8", "--window", "4", "--batch-size", "16", "--device", "cpu", "--threads", "1",
+            "--decode-batch", "16", "--cache", str(tmp_path / "data"), "--out-dir", str(tmp_path / "random")])
+    packed = json.loads((tmp_path / "random" / "cpu" / "tp_transformer_tiny-packed.json").read_text())
+    assert packed["packing"] is True and packed["pool_batches"] == 1 and random_batches[False]["packing"] is False
+    assert packed["padding_share"] < random_batches[False]["padding_share"]
+    assert packed["real_tokens_per_sample"] == pytest.approx(random_batches[False]["real_tokens_per_sample"])
+
 
 def test_two_variable_presets_train_on_the_projects_two_variable_data(tmp_path):
     [result] = train_speed.main([

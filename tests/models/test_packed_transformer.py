@@ -1,7 +1,5 @@
 """Packed rows (data/packing.py) give the padded batch's loss and gradients, under either attention kernel."""
 
-import random
-
 import pytest
 import torch
 
@@ -13,20 +11,11 @@ from tprepro.models.probes import record_attention
 from tprepro.models.registry import build_model, resolve_model_config
 from tprepro.train.trainer import batch_loss
 
+from helpers import varied_sums
+
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 VOCAB = Vocab(("<pad>", "<s>", "</s>", "<unk>", *" +-0123456789?Waehst"))
-
-
-def problems(n: int, seed: int) -> list[tuple[str, str]]:
-    """Questions of 8 to 40 characters and answers of 1 to 9: lengths that pad a lot in one batch."""
-    rng = random.Random(seed)
-    rows = []
-    for _ in range(n):
-        terms = [str(rng.randint(0, 10 ** rng.randint(1, 4))) for _ in range(rng.randint(2, 7))]
-        question = "What is " + " + ".join(terms) + "?"
-        rows.append((question[:40], str(sum(map(int, terms)))))
-    return rows
 
 
 def loss_and_gradients(model, batch):
@@ -42,7 +31,7 @@ def test_packed_rows_give_the_padded_loss_and_gradients(preset):
     try:
         torch.manual_seed(0)
         model = build_model(resolve_model_config(preset, {"dropout": 0.0}), **VOCAB.model_sizes())
-        rows = problems(24, seed=1)
+        rows = varied_sums(24, seed=1)
         packed = pack(rows, VOCAB)
         assert packed.src.shape[0] < len(rows)  # several problems share rows
         loss, grads = loss_and_gradients(model, collate(rows, VOCAB))

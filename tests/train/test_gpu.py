@@ -3,7 +3,9 @@
 - bf16 autocast (train.amp) against fp32: the training loss of the trainer's own step on a fixed batch;
 - torch.compile (train.compile) against eager: teacher-forced logits;
 - cached against uncached greedy decoding on the GPU: the same tokens, and the incremental
-  logits equal the full-prefix logits.
+  logits equal the full-prefix logits;
+- packed rows (train.packing, FlexAttention document masks) against padded rows, eager and compiled:
+  loss and gradients.
 Run them with `pytest -m gpu` on a machine with a CUDA device.
 """
 
@@ -15,12 +17,13 @@ import pytest
 import torch
 
 from tprepro.data.batching import collate
+from tprepro.data.packing import pack
 from tprepro.data.vocab import build_vocab
 from tprepro.evaluate.decode import greedy_decode
 from tprepro.models import build_model, resolve_model_config
-from tprepro.train.trainer import optimizer_step, sequence_loss
+from tprepro.train.trainer import batch_loss, optimizer_step, sequence_loss
 
-from helpers import arithmetic_rows, write_dataset
+from helpers import arithmetic_rows, varied_sums, write_dataset
 
 pytestmark = [
     pytest.mark.gpu,
@@ -93,3 +96,26 @@ def test_cached_and_uncached_greedy_decoding_agree_on_cuda(preset, data):
         cache = model.new_cache()
         steps = [model.decode(prefix[:, t : t + 1], memory, src_mask, cache) for t in range(prefix.size(1))]
     torch.testing.assert_close(torch.cat(steps, dim=1), full, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("preset", ["transformer_tiny", "tp_transformer_tiny", "tpt_d_tiny"])
+def test_packed_rows_under_flex_attention_match_padded_rows(preset, compiled, data):
+    """On CUDA the packed path runs FlexAttention with a BlockMask built in the forward (inside the
+    compiled graph when compiled); fp32 loss and gradients against the padded batch's."""
+    vocab, _ = data
+    rows = varied_sums(96, seed=3)  # the characters of the add/sub problems, of very different lengths
+    padded, packed = (b.to(torch.device("cuda")) for b in (collate(rows, vocab), pack(rows, vocab)))
+    assert packed.src.shape[0] < padded.src.shape[0]
+    model = cuda_model(preset, vocab, dropout=0.0).train()
+    net = torch.compile(model) if compiled else model
+    results = []
+    for batch in (padded, packed):
+        model.zero_grad(set_to_none=True)
+        loss = batch_loss(net, batch, vocab.pad_id)
+        loss.backward()
+        results.append((loss.detach(), [p.grad.clone() for p in model.parameters()]))
+    (loss, grads), (packed_loss, packed_grads) = results
+    torch.testing.assert_close(packed_loss, loss, rtol=1e-4, atol=1e-5)
+    for packed_grad, grad in zip(packed_grads, grads):
+        torch.testing.assert_close(packed_grad, grad, rtol=1e-3, atol=1e-5)

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Union
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torch.nn.attention.flex_attention import BlockMask, create_block_mask, flex_attention
 
 from tprepro.models.binding import build_binding
 
-AttentionMask = Tensor | BlockMask  # a dense bool mask (True = may attend) or FlexAttention's block mask
+if TYPE_CHECKING:
+    # Imported where used, not here: importing FlexAttention into a data-parallel CPU process made gloo's
+    # teardown deadlock (tests/train/test_distributed.py hung at exit, torch 2.13).
+    from torch.nn.attention.flex_attention import BlockMask
+
+AttentionMask = Union[Tensor, "BlockMask"]  # a dense bool mask (True = may attend) or FlexAttention's block mask
 
 
 @dataclass
@@ -38,6 +43,8 @@ def document_mask(query_docs: Tensor, key_docs: Tensor, causal: bool = False,
     dense bool mask [R, 1, T_q, T_k] for scaled_dot_product_attention: both give the same attention
     (tests/models/test_packed_transformer.py)."""
     if query_docs.is_cuda if flex is None else flex:
+        from torch.nn.attention.flex_attention import create_block_mask
+
         def allowed_mod(row, head, q, k):
             allowed = (query_docs[row, q] == key_docs[row, k]) | (query_docs[row, q] < 0)
             return allowed & (k <= q) if causal else allowed
@@ -111,7 +118,9 @@ class MultiHeadAttention(nn.Module):
                     v = torch.cat([cache.v, v], dim=2)  # [B, H, T_k, d_k]
                 cache.k, cache.v = k, v
 
-        if isinstance(attn_mask, BlockMask):
+        if attn_mask is not None and not isinstance(attn_mask, Tensor):  # a BlockMask: FlexAttention
+            from torch.nn.attention.flex_attention import flex_attention
+
             if self.record_probs:
                 raise ValueError("attention probes read padded batches; this one is packed under a BlockMask")
             filler = flex_attention(q, k, v, block_mask=attn_mask)  # [B, H, T_q, d_k]

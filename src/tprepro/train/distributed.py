@@ -57,7 +57,11 @@ class World:
                                     rank=self.rank, world_size=self.size)
 
     def close(self) -> None:
+        """Leave the process group. The barrier first: gloo's worker threads finish (and free) every earlier
+        collective while this thread waits without the GIL; freed later, inside the group's destructor,
+        which holds the GIL, a worker freeing a tensor can deadlock the exit (seen with torch 2.13)."""
         if self.distributed and dist.is_initialized():
+            dist.barrier()
             dist.destroy_process_group()
 
     def any(self, flag: bool) -> bool:
