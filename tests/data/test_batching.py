@@ -1,11 +1,12 @@
 """Streaming mixed, length-sorted batches: coverage, pools and buckets, bounded memory, exact resume."""
 
+import random
 from collections import Counter
 
 import pytest
 import torch
 
-from tprepro.data.batching import BatchStream, collate
+from tprepro.data.batching import BatchStream, RowsLeft, collate
 from tprepro.data.shards import iter_rows, open_dataset
 from tprepro.data.vocab import Vocab, build_vocab
 from tprepro.errors import TpreproError
@@ -219,3 +220,18 @@ def test_batch_collation_equals_encoding_row_by_row(tmp_path, generate_python, m
         src, tgt_in, tgt_out, n_tokens = collate_row_by_row(batch_rows, vocab)
         assert torch.equal(batch.src, src) and torch.equal(batch.tgt_in, tgt_in) and torch.equal(batch.tgt_out, tgt_out)
         assert batch.n_tokens == n_tokens and batch.src.dtype == torch.long
+
+
+@pytest.mark.parametrize("counts", [[5, 0, 17, 1, 0, 9, 3], [1], [0, 0, 4],
+                                    [random.Random(i).randint(0, 2_000_000) for i in range(168)]])
+def test_drawing_by_rows_left_picks_what_random_choices_picks(counts):
+    """RowsLeft.draw against `random.choices` by rows left (what the stream drew before it), from the same
+    RNG state, down to the last row; with the paper's 168 datasets of up to 2 million rows, 20,000 draws."""
+    left, reference = RowsLeft(counts), list(counts)
+    ours, theirs = random.Random(7), random.Random(7)
+    for _ in range(min(sum(counts), 20_000)):
+        drawn = left.draw(ours)
+        expected = theirs.choices(range(len(reference)), weights=reference)[0]
+        assert drawn == expected
+        reference[expected] -= 1
+    assert left.total == sum(reference)

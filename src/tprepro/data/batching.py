@@ -158,6 +158,40 @@ def as_datasets(files: Sequence[Path] | Sequence[Sequence[Path]]) -> list[list[P
     return [[Path(f) for f in group] for group in files]
 
 
+class RowsLeft:
+    """Rows each dataset has left this epoch, as a Fenwick tree: `draw` picks dataset i with probability
+    proportional to its rows left in O(log n), and picks exactly what `rng.choices(range(n), weights=rows
+    left)` picks from the same RNG state (one `rng.random()` per draw; tests/data/test_batching.py)."""
+
+    def __init__(self, counts: Sequence[int]):
+        self.size = len(counts)
+        self.total = 0
+        self.tree = [0] * (self.size + 1)  # tree[i]: the counts of the (i & -i) datasets ending at i (1-based)
+        for index, count in enumerate(counts):
+            self.add(index, count)
+
+    def add(self, index: int, delta: int) -> None:
+        self.total += delta
+        index += 1
+        while index <= self.size:
+            self.tree[index] += delta
+            index += index & -index
+
+    def draw(self, rng: random.Random) -> int:
+        """A dataset index drawn by rows left (the caller takes one row from it); the total must be positive."""
+        target = rng.random() * float(self.total)  # as random.choices: a float in [0, total)
+        index, below = 0, 0  # datasets 0 .. index-1 hold `below` rows, all <= target
+        step = 1 << self.size.bit_length()
+        while step:
+            upper = index + step
+            if upper <= self.size and below + self.tree[upper] <= target:
+                index, below = upper, below + self.tree[upper]
+            step >>= 1
+        index = min(index, self.size - 1)  # random.choices' bisect is bounded by its last index
+        self.add(index, -1)
+        return index
+
+
 class _DatasetReader:
     """One dataset's rows for one epoch: its shards in a seeded order, each read `read_rows`
     rows at a time and every such chunk shuffled; holds one chunk in memory.
@@ -270,13 +304,13 @@ class BatchStream:
                            self.columns)
             for i, (group, size) in enumerate(zip(self.datasets, self.sizes))
         ]
+        self.rows_left = RowsLeft([reader.remaining for reader in self.readers])
 
     def _draw(self) -> Row | None:
         """The next row of this epoch's mix (a dataset drawn by its rows left), or None when it is done."""
-        weights = [reader.remaining for reader in self.readers]
-        if not any(weights):
+        if not self.rows_left.total:
             return None
-        return self.rng.choices(self.readers, weights=weights)[0].take()
+        return self.readers[self.rows_left.draw(self.rng)].take()
 
     def _next_row(self) -> Row:
         while len(self.buffer) < self.shuffle_buffer:

@@ -1,0 +1,94 @@
+"""Padding and stream rate of packed batches against padded ones, per batch order, on the real sample.
+
+For each batch order (random batches, and pools of 4 and 16 length-sorted batches) the project's own
+BatchStream draws `--batches` batches of `--batch-size` problems from the real generator's sample of
+every training module (learning.py's cache), collated padded (`train.packing: false`) and packed
+(`true`, data/packing.py). Per order and layout: the share of computed positions that are padding, the
+rows and widths per batch, and the stream's samples/s on this one thread (reading, mixing, sorting,
+collating or packing: what the prefetching thread can feed a step). Prints a table, writes JSON.
+
+    python benchmarks/packing.py                          # batch 1024, paper.yaml's order and the others
+    python benchmarks/packing.py --batch-size 64 --batches 100
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from learning import generate_sample, open_sample  # noqa: E402  (a sibling benchmark)
+
+from tprepro.data.batching import BatchStream  # noqa: E402
+from tprepro.data.packing import pack  # noqa: E402
+from tprepro.data.vocab import build_vocab  # noqa: E402
+from tprepro.experiments.mathematics.modules import TRAIN_MODULES  # noqa: E402
+from tprepro.io import atomic_write_text  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def measure(files, vocab, batch_size: int, pool_batches: int, packing: bool, batches: int) -> dict:
+    collate = (lambda rows: pack(rows, vocab)) if packing else None
+    stream = iter(BatchStream(files, vocab, batch_size, 8, seed=1, shuffle_buffer=16384, read_rows=1024,
+                              pool_batches=pool_batches, collate=collate))
+    next(stream)  # the readers' first chunks
+    real = positions = 0
+    rows, widths = [], []
+    started = time.perf_counter()
+    for _ in range(batches):
+        batch = next(stream)
+        real += batch.n_tokens + int((batch.src != vocab.pad_id).sum())
+        positions += batch.positions
+        rows.append(batch.src.shape[0])
+        widths.append((batch.src.shape[1], batch.tgt_in.shape[1]))
+    seconds = time.perf_counter() - started
+    return {"pool_batches": pool_batches, "packing": packing, "padding_share": 1 - real / positions,
+            "rows_per_batch": statistics.fmean(rows), "source_width": statistics.fmean(w for w, _ in widths),
+            "target_width": statistics.fmean(w for _, w in widths), "stream_samples_per_s": batches * batch_size / seconds}
+
+
+def main(argv=None) -> list[dict]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batch-size", type=int, default=1024)
+    parser.add_argument("--batches", type=int, default=40)
+    parser.add_argument("--pool-batches", type=int, nargs="+", default=[1, 4, 16], help="1: random batches")
+    parser.add_argument("--modules", nargs="+", default=list(TRAIN_MODULES))
+    parser.add_argument("--per-module", type=int, default=300)
+    parser.add_argument("--cache", type=Path, default=REPO / "results/benchmarks/learning_data")
+    parser.add_argument("--out", type=Path, default=REPO / "results/benchmarks/packing.json")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    cache = args.cache / f"n{args.per_module}-r100-s1"
+    generate_sample(cache, args.modules, args.per_module, 100, 1)
+    datasets = open_sample(cache, args.modules)
+    vocab = build_vocab(list(datasets.values()))
+    files = [d.files for d in datasets.values()]
+    results = [measure(files, vocab, args.batch_size, pool, packing, args.batches)
+               for pool in args.pool_batches for packing in (False, True)]
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
+    report = {"batch_size": args.batch_size, "batches": args.batches, "datasets": len(datasets),
+              "commit": commit.stdout.strip(), "torch": torch.__version__, "date": time.strftime("%Y-%m-%d"),
+              "results": results}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(args.out, json.dumps(report, indent=1) + "\n")
+    print(f"| batch order | layout | padding | rows per batch | source x target width | stream samples/s |")
+    print("|---|---|---|---|---|---|")
+    for r in results:
+        order = "random batches" if r["pool_batches"] == 1 else f"pools of {r['pool_batches']}"
+        print(f"| {order} | {'packed' if r['packing'] else 'padded'} | {r['padding_share']:.1%} | "
+              f"{r['rows_per_batch']:.0f} | {r['source_width']:.0f} x {r['target_width']:.0f} | "
+              f"{r['stream_samples_per_s']:,.0f} |")
+    print(f"-> {args.out}")
+    return results
+
+
+if __name__ == "__main__":
+    main()
