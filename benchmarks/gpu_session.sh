@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU check of the paper configuration in one device call (issue 35; about 7 minutes on one H100):
+# The GPU check of the paper configuration in one device call (issue 35; about 8 minutes on one H100, STEPS=100 for less):
 # benchmarks/train_speed.py on the two paper models at batch 1024 (with a requeued process's first step),
 # the paper TP-Transformer again on random batches packed into rows (train.packing), the two-variable UT,
 # then the `gpu` tests. Everything it writes lands under $OUT (the device's
