@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tprepro.data.batching import BatchStream, collate
-from tprepro.data.packing import PACK_MULTIPLE, assign_rows, pack
+from tprepro.data.packing import assign_rows, pack
 from tprepro.data.shards import iter_rows
 
 from helpers import generated_mathematics
@@ -41,7 +41,10 @@ def test_every_problem_lies_whole_in_one_row_at_positions_from_zero(real):
     padded, packed = collate(batch_rows, vocab), pack(batch_rows, vocab)
     seg = packed.segments
     assert packed.src.shape[0] < 64 and packed.problems == 64 and packed.n_tokens == padded.n_tokens
-    assert packed.src.shape[1] % PACK_MULTIPLE == 0 and packed.tgt_in.shape[1] % PACK_MULTIPLE == 0
+    assert (packed.src.shape[1], packed.tgt_in.shape[1]) == (padded.src.shape[1], padded.tgt_in.shape[1])
+    assert packed.positions < padded.positions
+    rounded = pack(batch_rows, vocab, multiple=8)
+    assert rounded.src.shape[1] % 8 == 0 and rounded.tgt_in.shape[1] % 8 == 0 and rounded.problems == 64
     for b in range(64):
         src_len = int((padded.src[b] != vocab.pad_id).sum())
         tgt_len = int((padded.tgt_out[b] != vocab.pad_id).sum())

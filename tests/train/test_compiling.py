@@ -67,7 +67,7 @@ def test_marked_lengths_compile_once_for_every_batch_shape(data, preset):
 def test_packed_batches_compile_once_for_every_row_count_and_width(data, preset):
     """Packed rows (data/packing.py) vary in number as well as width: both are marked."""
     graphs, shapes = graphs_over_the_stream(data, preset, mark=True, packing=True)
-    assert shapes > 3  # widths are multiples of 8: fewer shapes than padded batches, still several
+    assert shapes > 20  # row counts and widths vary from batch to batch
     assert graphs == 1
 
 

@@ -9,9 +9,9 @@ within a problem (models/attention.py `document_mask`). The loss is the same sum
 tokens, so a packed step is the padded step computed without most of the padding
 (tests/models/test_packed_transformer.py checks loss and gradients).
 
-Rows are filled by best fit, longest question first, so every problem fits its row in both
-source and target; widths are rounded up to a multiple of `multiple`, bounding the shapes a compiled
-step sees.
+Rows are filled by best fit, longest question first, so every problem fits its row in both source
+and target. Rows are as wide as the padded batch (unless `multiple` rounds them up), so a packed batch
+never computes more positions than the padded one, and fewer whenever two problems share a row.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from tprepro.data.batching import Batch, Segments, encode_padded
 if TYPE_CHECKING:
     from tprepro.data.vocab import Vocab
 
-PACK_MULTIPLE = 8  # row widths are multiples of this: few distinct shapes for a compiled step
+PACK_MULTIPLE = 1  # row widths are rounded up to multiples of this (1: the padded batch's widths)
 
 
 def round_up(n: int, multiple: int) -> int:
@@ -86,7 +86,7 @@ def _scatter(padded: torch.Tensor, lengths: np.ndarray, row: np.ndarray, offset:
 
 def pack(rows: Sequence[tuple[str, str]], vocab: Vocab, multiple: int = PACK_MULTIPLE) -> Batch:
     """(question, answer) rows as a packed Batch: the ids of `vocab.collate(rows)` laid end to end in
-    rows as wide as its longest question and answer, rounded up to `multiple`."""
+    rows as wide as its longest question and answer (rounded up to a multiple of `multiple`)."""
     questions, answers = [q for q, _ in rows], [a for _, a in rows]
     src = encode_padded(questions, vocab, vocab.bos_id, vocab.eos_id)  # [B, S]: start, question, end
     tgt_in = encode_padded(answers, vocab, start=vocab.bos_id)  # [B, T]: start, answer

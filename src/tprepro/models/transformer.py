@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor, nn
 
-from tprepro.data.batching import Segments
 from tprepro.errors import TpreproError
 from tprepro.models.attention import AttentionMask, KVCache, MultiHeadAttention, document_mask
 from tprepro.models.config import PAPER_SIZES, TINY_SIZES, ModelConfig
 from tprepro.models.initialisation import initialise
 from tprepro.models.registry import register_arch, register_preset
+
+if TYPE_CHECKING:  # annotations only: a stage that builds models need not import the batch stream
+    from tprepro.data.batching import Segments
 
 
 def sinusoid_table(n_positions: int, d_model: int) -> Tensor:

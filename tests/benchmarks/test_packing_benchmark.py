@@ -12,7 +12,7 @@ import packing  # noqa: E402
 def test_packing_cuts_the_padding_of_every_batch_order(tmp_path, generate_python, monkeypatch, capsys):
     monkeypatch.setenv("TPREPRO_GENERATE_PYTHON", generate_python)
     results = packing.main(["--batch-size", "32", "--batches", "4", "--pool-batches", "1", "4", "--modules",
-                            "algebra__linear_1d", "numbers__place_value", "--per-module", "40", "--cache",
+                            "numbers__place_value", "polynomials__expand", "--per-module", "40", "--cache",
                             str(tmp_path / "data"), "--out", str(tmp_path / "packing.json")])
     assert [(r["pool_batches"], r["packing"]) for r in results] == [(1, False), (1, True), (4, False), (4, True)]
     padded, packed = results[0], results[1]
