@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
+import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -164,7 +167,7 @@ def test_shard_independent_of_earlier_shards_in_same_process(generate_python):
     code = """
         import tprepro.experiments.mathematics.generate as g
         for module in ("algebra__linear_1d", "numbers__gcd_composed"):
-            shard = lambda i: g._generate_shard(("train-medium", module, 1, i, 10))
+            shard = lambda i: g._generate_shard(("train-medium", module, 1, i, 10, 0))
             fresh = shard(2)
             shard(0), shard(1)
             assert shard(2) == fresh, module
@@ -176,7 +179,7 @@ def test_shard_independent_of_earlier_shards_in_same_process(generate_python):
 def test_worker_refuses_random_hash_seed(generate_python):
     code = """
         import tprepro.experiments.mathematics.generate as g
-        g._generate_shard(("interpolate", "arithmetic__add_or_sub", 1, 0, 1))
+        g._generate_shard(("interpolate", "arithmetic__add_or_sub", 1, 0, 1, 0))
     """
     result = _run_python(generate_python, code, hash_seed="123")
     assert result.returncode != 0
@@ -267,3 +270,93 @@ def test_missing_generation_interpreter(tmp_path, monkeypatch):
 def test_bad_config_names_key(tmp_path, key, value):
     with pytest.raises(TpreproError, match=rf"data\.{key}: "):
         run_data_stage("interpolate", "arithmetic__add_or_sub", tmp_path / "out", {**CONFIG, key: value})
+
+
+# arithmetic__add_sub_multiple_longer's extrapolate split under seed 1: the generator's own
+# `assert sample_args.entropy == 0` fires within the first 500 draws (the paper grid's data job that
+# always failed before raising draws were redrawn).
+RAISING = ("extrapolate", "arithmetic__add_sub_multiple_longer")
+
+
+def test_raising_draws_are_redrawn_and_counted(generate_python, tmp_path):
+    split, module = RAISING
+    a, b = tmp_path / "a", tmp_path / "b"
+    _stage(generate_python, split, module, a, hash_seed=1, processes=1, test_per_module=500, rows_per_shard=250)
+    _stage(generate_python, split, module, b, hash_seed=2, processes=2, test_per_module=500, rows_per_shard=250)
+    assert _files(a) == _files(b)  # the redraw continues the shard's own streams: a function of its seed
+    manifest = open_dataset(a).manifest
+    assert manifest["rows"] == 500
+    assert len(manifest["generator_errors"]) == 2 and sum(manifest["generator_errors"]) >= 1
+
+
+def test_a_generator_that_keeps_raising_fails_with_its_own_traceback(generate_python, tmp_path):
+    split, module = RAISING
+    result = _run_python(generate_python, """
+        import sys
+        from tprepro.experiments.mathematics.generate import generate_dataset
+        generate_dataset(sys.argv[1], sys.argv[2], sys.argv[3], seed=1, count=500, rows_per_shard=500, error_rate=0)
+    """, split, module, tmp_path / "out", hash_seed="0")
+    assert result.returncode != 0
+    assert f"{split}/{module} shard 0: the generator raised on 1 draws" in result.stderr
+    assert "mathematics_dataset/sample/arithmetic.py" in result.stderr and "AssertionError" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_stage_error_keeps_the_lines_after_the_message():
+    stderr = "warming up\nerror: shard 0: the generator raised\nTraceback (most recent call last):\n  File \"x.py\"\nAssertionError\n"
+    assert stage._reported_error(stderr) == ("shard 0: the generator raised\nTraceback (most recent call last):\n"
+                                             "  File \"x.py\"\nAssertionError")
+    assert stage._reported_error("a\nb\n") == "a\nb"
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every live process below `pid` (from /proc's parent links)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signalled_data_job_leaves_no_generator_worker(generate_python, tmp_path, signum):
+    """A real `tprepro data` (torch interpreter -> generation interpreter -> forkserver -> worker), signalled
+    while its worker samples a slow module: every process below it is gone within seconds."""
+    config = {**CONFIG, "train_per_module": 100000, "rows_per_shard": 100000}  # minutes of work for one worker
+    code = "import json, sys; from pathlib import Path; from tprepro.experiments.mathematics.data_stage import " \
+           "run_data_stage as r; r('train-hard', 'probability__swr_p_level_set', Path(sys.argv[1]), json.loads(sys.argv[2]))"
+    job = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "out"), json.dumps(config)],
+                           env={**os.environ, "TPREPRO_GENERATE_PYTHON": generate_python}, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while len(below := _descendants(job.pid)) < 3 and time.monotonic() < deadline:  # interpreter, forkserver, worker
+            time.sleep(0.2)
+        assert len(below) >= 3, f"the generator's processes did not start: {below}"
+        time.sleep(1)  # the worker is sampling
+        job.send_signal(signum)
+        job.wait(timeout=30)
+        deadline = time.monotonic() + 15
+        while (left := [pid for pid in below if _alive(pid)]) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not left, f"processes left running after {signum.name}: {left}"
+        assert not (tmp_path / "out").exists()
+    finally:
+        job.kill()
+        job.wait()

@@ -70,10 +70,18 @@ def _generate_elsewhere(split: str, module: str, out: Path, data_cfg: dict, proc
     if result.returncode == 0:
         sys.stderr.write(result.stderr)
         return
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    errors = [line.removeprefix("error: ") for line in lines if line.startswith("error: ")]
-    detail = errors[-1] if errors else "\n".join(lines[-20:]) or "no error output"
+    detail = _reported_error(result.stderr)
     raise TpreproError(f"{detail} (generation interpreter {python} exited with status {result.returncode})")
+
+
+def _reported_error(stderr: str) -> str:
+    """The generation interpreter's last `error: ` message with every line that follows it (a
+    generator's own traceback included), else the last 20 lines of its stderr."""
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    starts = [i for i, line in enumerate(lines) if line.startswith("error: ")]
+    if starts:
+        return "\n".join(lines[starts[-1]:]).removeprefix("error: ")
+    return "\n".join(lines[-20:]) or "no error output"
 
 
 def _run(split: str, module: str, out: Path, data_cfg: dict, processes: int, allow_reexec: bool) -> None:

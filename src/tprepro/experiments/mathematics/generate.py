@@ -16,11 +16,16 @@ import hashlib
 import importlib
 import itertools
 import multiprocessing
+import math
 import multiprocessing.forkserver
 import os
 import random
+import select
 import sys
+import threading
+import traceback
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -155,6 +160,23 @@ def _environ(**values: str) -> Iterator[None]:
                 os.environ[key] = value
 
 
+def _die_with_generator(generator_pid: int) -> None:
+    """Pool initializer: the worker exits as soon as the process generating the dataset does, however
+    it died. A worker cannot count on its parent, the forkserver: the forkserver exits when every
+    holder of its liveness pipe is gone, and each worker holds that pipe too (SIGTERM of `tprepro
+    data` used to leave a worker sampling at full CPU). A thread waits on the generator's pidfd."""
+    try:
+        pidfd = os.pidfd_open(generator_pid)
+    except ProcessLookupError:
+        os._exit(70)
+
+    def watch() -> None:
+        select.select([pidfd], [], [])
+        os._exit(70)
+
+    threading.Thread(target=watch, name="die-with-generator", daemon=True).start()
+
+
 def _executor(processes: int) -> ProcessPoolExecutor:
     """Workers forked from a forkserver that imported the package under fixes 1 and 4."""
     context = multiprocessing.get_context("forkserver")
@@ -162,7 +184,8 @@ def _executor(processes: int) -> ProcessPoolExecutor:
     with _environ(PYTHONHASHSEED=HASH_SEED, **{_PRELOAD_ENV: "1"}):
         multiprocessing.forkserver.ensure_running()
     # One shard per child (fix 5).
-    return ProcessPoolExecutor(max_workers=processes, mp_context=context, max_tasks_per_child=1)
+    return ProcessPoolExecutor(max_workers=processes, mp_context=context, max_tasks_per_child=1,
+                               initializer=_die_with_generator, initargs=(os.getpid(),))
 
 
 # ---------------------------------------------------------------------------
@@ -198,21 +221,54 @@ def _module_function(split: str, module: str):
     return generate._filter_and_flatten(tree)[module]
 
 
-def _generate_shard(task: tuple[str, str, int, int, int]) -> list[tuple[str, str]]:
-    """Worker: sample one shard's (question, answer) pairs."""
-    split, module, seed, index, rows = task
+# A draw that raises inside the generator (e.g. `assert sample_args.entropy == 0` in
+# mathematics_dataset/sample/arithmetic.py, which arithmetic__add_sub_multiple_longer meets within
+# its first 500 problems under seed 1) is dropped and redrawn, as the generator itself redraws an
+# overlong problem. The redraw continues the shard's random streams, so the shard stays a function of
+# its seed. A shard whose dropped draws pass `error_rate` of its rows (at least MIN_ERRORS_ALLOWED; a rate
+# of 0 allows none) fails, with the generator's own traceback: a module that mostly raises is broken.
+MAX_ERROR_RATE = 0.01
+MIN_ERRORS_ALLOWED = 10
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One generated shard: its (question, answer) pairs and the draws dropped because they raised."""
+
+    pairs: list[tuple[str, str]]
+    errors: int
+
+
+def errors_allowed(rows: int, error_rate: float = MAX_ERROR_RATE) -> int:
+    """Draws a shard of `rows` problems may drop because the generator raised."""
+    return max(MIN_ERRORS_ALLOWED, math.floor(error_rate * rows)) if error_rate > 0 else 0
+
+
+def _generate_shard(task: tuple[str, str, int, int, int, int]) -> Shard:
+    """Worker: sample one shard's (question, answer) pairs, dropping at most `allowed` raising draws."""
+    split, module, seed, index, rows, allowed = task
     _require_fixed_hash_seed()
     _import_package()
     from mathematics_dataset import generate
 
     sampler = _module_function(split, module)
     _reset_state(shard_seed(seed, split, module, index))
-    pairs = []
-    for _ in range(rows):
-        # sample_from_module drops questions > 160 and answers > 30 characters.
-        problem, _dropped = generate.sample_from_module(sampler)
+    pairs, errors = [], 0
+    while len(pairs) < rows:
+        try:
+            # sample_from_module drops questions > 160 and answers > 30 characters.
+            problem, _dropped = generate.sample_from_module(sampler)
+        except Exception:  # noqa: BLE001 - any failure inside the generator is one dropped draw
+            errors += 1
+            if errors > allowed:
+                raise TpreproError(
+                    f"{split}/{module} shard {index}: the generator raised on {errors} draws for "
+                    f"{len(pairs)} problems made (at most {allowed} allowed for {rows}); the last one:\n"
+                    + traceback.format_exc().rstrip()
+                ) from None
+            continue
         pairs.append((str(problem.question), str(problem.answer)))
-    return pairs
+    return Shard(pairs, errors)
 
 
 def generate_dataset(
@@ -224,10 +280,12 @@ def generate_dataset(
     count: int,
     rows_per_shard: int,
     processes: int = 1,
+    error_rate: float = MAX_ERROR_RATE,
 ) -> None:
     """Generate `count` problems of (split, module) into the dataset directory `out`.
 
-    Built in a temporary directory and swapped in only when complete.
+    Built in a temporary directory and swapped in only when complete. The manifest's
+    `generator_errors` lists each shard's draws dropped because the generator raised.
     """
     validate_module(split, module)
     if count < 1 or rows_per_shard < 1 or processes < 1:
@@ -235,15 +293,26 @@ def generate_dataset(
             f"count, rows_per_shard and processes must be >= 1 (got {count}, {rows_per_shard}, {processes})"
         )
     difficulty = difficulty_of(split)
-    tasks = [(split, module, seed, i, n) for i, n in enumerate(shard_sizes(count, rows_per_shard))]
+    tasks = [(split, module, seed, i, n, errors_allowed(n, error_rate))
+             for i, n in enumerate(shard_sizes(count, rows_per_shard))]
+    errors: list[int] = []
+
+    def rows_of(shard: Shard) -> list[dict]:
+        errors.append(shard.errors)
+        return [{"question": q, "answer": a, "module": module, "split": split, "difficulty": difficulty}
+                for q, a in shard.pairs]
+
     executor = _executor(min(processes, len(tasks)))
     try:
-        shards = ([{"question": q, "answer": a, "module": module, "split": split, "difficulty": difficulty}
-                   for q, a in pairs] for pairs in executor.map(_generate_shard, tasks))
+        shards = (rows_of(shard) for shard in executor.map(_generate_shard, tasks))
         write_dataset(Path(out), shards, split=split, module=module, seed=seed, source="generate",
-                      generator=GENERATOR)
+                      generator=GENERATOR, generator_errors=lambda: list(errors))
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
+    if any(errors):
+        print(f"{split}/{module}: {sum(errors)} draws dropped because the generator raised "
+              f"(per shard: {errors}; at most {errors_allowed(rows_per_shard, error_rate)} allowed per shard)",
+              file=sys.stderr, flush=True)
 
 
 if os.environ.get(_PRELOAD_ENV) == "1":
