@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pyarrow.parquet as pq
 import pytest
 
 from tprepro.data.shards import (
@@ -154,3 +155,40 @@ def test_the_index_of_a_missing_dataset_names_its_manifest(tmp_path):
 
     with pytest.raises(TpreproError, match=rf"{tmp_path / 'gone' / MANIFEST}: missing dataset manifest"):
         dataset_index({"gone": tmp_path / "gone"})
+
+
+READER_PEAK = """
+import sys
+from pathlib import Path
+import pyarrow as pa
+from tprepro.data.batching import _DatasetReader
+shard = Path(sys.argv[1])
+reader = _DatasetReader(0, [shard], int(sys.argv[2]), seed=1, epoch=0, read_rows=1024)
+for _ in range(3000):  # across the first row groups
+    reader.take()
+print(pa.default_memory_pool().max_memory())
+"""
+
+
+def test_a_reader_holds_a_row_group_not_a_shard(tmp_path):
+    """The training stream's reader decodes one row group at a time: a shard four times as long costs it
+    little more memory (with the whole shard one row group, its peak grew with the shard)."""
+    import subprocess
+    import sys
+
+    from tprepro.data.shards import ROW_GROUP_ROWS, write_shard
+
+    peaks = {}
+    for rows in (20_000, 80_000):
+        shard = tmp_path / f"{rows}.parquet"
+        write_shard([{"question": f"What is {i} plus {i * 7}? " * 4, "answer": str(i * 8), "module": "m", "split": "s",
+                      "difficulty": "d"} for i in range(rows)], shard)
+        with pq.ParquetFile(shard) as handle:
+            assert handle.metadata.num_row_groups == -(-rows // ROW_GROUP_ROWS)
+        result = subprocess.run([sys.executable, "-c", READER_PEAK, str(shard), str(rows)], capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+        peaks[rows] = int(result.stdout)
+    # 60,000 more rows add only their row groups' footer entries (about 10 kB each), not their text (~7 MB);
+    # written as one row group, these shards peaked at 3.4 and 6.0 MB
+    assert peaks[80_000] - peaks[20_000] < 2**20, peaks
+    assert peaks[80_000] < 2 * 2**20, peaks

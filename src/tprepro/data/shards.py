@@ -34,6 +34,10 @@ SCHEMA = pa.schema(
 )
 MANIFEST = "manifest.json"
 COMPRESSION = "zstd"
+# Rows per parquet row group. A reader decodes a whole row group at a time, so a training stream's
+# readers hold about this many rows each (or `train.read_rows`, where larger), whatever the shard size.
+# pyarrow's batches span row groups, so the batches a reader sees do not depend on it.
+ROW_GROUP_ROWS = 1024
 
 
 def shard_name(index: int) -> str:
@@ -49,7 +53,7 @@ def write_shard(rows: Sequence[dict], path: Path, schema: pa.Schema = SCHEMA) ->
     table = pa.Table.from_pylist(list(rows), schema=schema)
     with atomic_path(path) as tmp:
         # Fixed writer settings so that equal rows give equal bytes.
-        pq.write_table(table, tmp, compression=COMPRESSION, write_statistics=False)
+        pq.write_table(table, tmp, compression=COMPRESSION, write_statistics=False, row_group_size=ROW_GROUP_ROWS)
 
 
 def parquet_rows(path: Path) -> int:

@@ -53,8 +53,9 @@ def _mathematics_train(params: dict, item: dict) -> Work:
 
 def _mathematics_evaluate(params: dict, item: dict) -> Work:
     grid, data = params["grid"], params["data"]
-    problems = (len(grid["modules"]) + len(grid["extrapolation_modules"])) * data["test_per_module"]
-    return Work("decode", problems + params["evaluate"]["train_sample"], _preset(params["models"], item["model"]))
+    held_out = (len(grid["modules"]) + len(grid["extrapolation_modules"])) * data["test_per_module"]
+    train_sample = len(grid["modules"]) * params["evaluate"]["train_sample"]  # drawn per training module
+    return Work("decode", held_out + train_sample, _preset(params["models"], item["model"]))
 
 
 def _two_variable_data(params: dict, item: dict) -> Work:
