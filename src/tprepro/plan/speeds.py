@@ -4,12 +4,16 @@
   preset's steady-state training samples/s (and greedy decoding problems/s) on one device kind;
 - stages/<device_kind>.json (schema tprepro.stage_rates/1, benchmarks/stage_rates.py): each stage's
   job seconds measured in a real pipeline run on that device kind: a fixed part per job and seconds per
-  item (per preset for the stages that run a model)."""
+  item (per preset for the stages that run a model);
+- data/<device_kind>.json (schema tprepro.data_rates/1, benchmarks/data_rates.py): each Mathematics
+  (split, module)'s generation CPU seconds fitted at two sizes as fixed + rate x problems, and what every
+  data job pays on top. This module owns the format: its writer, file name and checks."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tprepro.errors import TpreproError
@@ -17,6 +21,7 @@ from tprepro.errors import TpreproError
 BENCHMARKS = Path("results/benchmarks")
 THROUGHPUT_SCHEMA = "tprepro.throughput/1"
 STAGE_RATES_SCHEMA = "tprepro.stage_rates/1"
+DATA_RATES_SCHEMA = "tprepro.data_rates/1"
 _THROUGHPUT_KEYS = {"preset": str, "arch": str, "device_kind": str, "device": str, "commit": str, "date": str,
                     "batch_size": int, "samples_per_s": (int, float), "flops_per_sample": (int, float)}
 
@@ -118,9 +123,88 @@ def read_stage_rates(path: Path) -> StageRates:
 
 
 @dataclass(frozen=True)
+class DataRate:
+    """One (split, module)'s generation CPU seconds: fixed + seconds_per_problem x problems, fitted
+    through its two measured sizes."""
+
+    fixed_s: float
+    seconds_per_problem: float
+    sizes: tuple[int, int]
+    cpu_s: tuple[float, float]
+
+    def seconds(self, problems: int) -> float:
+        return self.fixed_s + self.seconds_per_problem * problems
+
+
+@dataclass(frozen=True)
+class DataRates:
+    device_kind: str
+    device: str
+    commit: str
+    date: str
+    source: str
+    job_fixed_s: float | None  # what every data job pays besides its sampling (None: not measured)
+    jobs: dict  # "split/module" -> DataRate
+    path: str
+
+
+def data_rates_path(kind: str, root: Path = BENCHMARKS) -> Path:
+    return root / "data" / f"{kind}.json"
+
+
+def write_data_rates(rates: dict, *, kind: str, device: str, commit: str, date: str, source: str,
+                     job_fixed_s: float | None, recorded: dict | None = None, root: Path = BENCHMARKS) -> Path:
+    """Write the data rates of device kind `kind` (`recorded`: {"split/module": (CPU s, problems)} of a
+    pipeline run, kept beside the fit for comparison); returns the file written."""
+    from tprepro.io import atomic_write_text
+
+    path = data_rates_path(kind, root)
+    body = {"schema": DATA_RATES_SCHEMA, "device_kind": kind, "device": device, "commit": commit, "date": date,
+            "source": source, "job_fixed_s": job_fixed_s,
+            "jobs": {job: {"fixed_s": round(r.fixed_s, 5), "seconds_per_problem": r.seconds_per_problem,
+                           "sizes": list(r.sizes), "cpu_s": list(r.cpu_s),
+                           **({"run": {"cpu_s": recorded[job][0], "problems": recorded[job][1]}}
+                              if recorded and job in recorded else {})}
+                     for job, r in sorted(rates.items())}}
+    atomic_write_text(path, json.dumps(body, indent=1) + "\n")
+    read_data_rates(path)
+    return path
+
+
+def _non_negative(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+
+
+def read_data_rates(path: Path) -> DataRates:
+    """One data-rates file, checked: an error names the file and the key."""
+    data = _read(path, DATA_RATES_SCHEMA)
+    for key in ("device_kind", "device", "commit", "date", "source"):
+        if not isinstance(data.get(key), str):
+            raise TpreproError(f"{path}: {key}: expected a string, got {data.get(key)!r}")
+    if data.get("job_fixed_s") is not None and not _non_negative(data["job_fixed_s"]):
+        raise TpreproError(f"{path}: job_fixed_s: expected a non-negative number or null, got {data['job_fixed_s']!r}")
+    if path.stem != data["device_kind"]:
+        raise TpreproError(f"{path}: device_kind {data['device_kind']!r}: the file must be data/<device_kind>.json")
+    jobs = data.get("jobs")
+    if not isinstance(jobs, dict):
+        raise TpreproError(f"{path}: jobs: expected a mapping of split/module -> rates")
+    rates = {}
+    for job, entry in jobs.items():
+        numbers = [entry.get(key) for key in ("fixed_s", "seconds_per_problem")] if isinstance(entry, dict) else [None]
+        if not all(_non_negative(n) for n in numbers) or "/" not in job:
+            raise TpreproError(f"{path}: jobs.{job}: expected fixed_s and seconds_per_problem, finite non-negative "
+                               f"numbers, under a split/module key; got {entry!r}")
+        rates[job] = DataRate(float(entry["fixed_s"]), float(entry["seconds_per_problem"]),
+                              tuple(entry.get("sizes", ())), tuple(entry.get("cpu_s", ())))
+    return DataRates(data["device_kind"], data["device"], data["commit"], data["date"], data["source"],
+                     data.get("job_fixed_s"), rates, str(path))
+
+
+@dataclass(frozen=True)
 class Measurements:
     throughput: dict  # (device_kind, preset) -> Throughput
     stage_rates: dict  # device_kind -> StageRates
+    data_rates: dict = field(default_factory=dict)  # device_kind -> DataRates
 
     def on(self, device_kind: str) -> dict[str, Throughput]:
         return {preset: t for (kind, preset), t in self.throughput.items() if kind == device_kind}
@@ -138,4 +222,5 @@ def load_measurements(root: Path = BENCHMARKS) -> Measurements:
         if path.stem != measured.device_kind:
             raise TpreproError(f"{path}: device_kind {measured.device_kind!r}: the file must be <device_kind>.json")
         rates[measured.device_kind] = measured
-    return Measurements(throughput, rates)
+    data = {rates.device_kind: rates for rates in map(read_data_rates, sorted((root / "data").glob("*.json")))}
+    return Measurements(throughput, rates, data)
