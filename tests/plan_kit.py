@@ -31,3 +31,13 @@ def write_stage_rates(root: Path, device_kind: str, stages: dict) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record))
     return path
+
+
+def write_data_rates(root: Path, device_kind: str, jobs: dict) -> Path:
+    """results/benchmarks/data/<device_kind>.json through its owner's writer: {"split/module": (fixed_s, s/problem)}."""
+    from tprepro.plan.speeds import DataRate, write_data_rates as write
+
+    rates = {job: DataRate(fixed, rate, (200, 1000), (fixed + 200 * rate, fixed + 1000 * rate))
+             for job, (fixed, rate) in jobs.items()}
+    return write(rates, kind=device_kind, device="a test CPU", commit="0000000", date="2026-11-27",
+                 source="a test", root=root)

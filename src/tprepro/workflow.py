@@ -294,7 +294,8 @@ def cluster_resources(params: dict, family: str, workflow) -> dict:
     The partition and GPUs are callables Snakemake evaluates once it has chosen its executor: on a
     workstation they are None, so its job listing shows no SLURM partition or GPU request. A family
     without a `runtime` gets each job's from `tprepro plan` (tprepro.plan.plan.slurm_runtime), found
-    by the job's stage (its code digest input names it) and wildcards."""
+    by the job's stage (its code digest input names it) and wildcards; one without `cpus`, its CPUs
+    (tprepro.plan.plan.job_cpus: a data job's, to finish its shards in about an hour)."""
     job = params["cluster"][family]
     runtime = job["runtime"]
     if runtime is None:
@@ -306,7 +307,13 @@ def cluster_resources(params: dict, family: str, workflow) -> dict:
                 raise TpreproError(f"params cluster.{family}.runtime: not set, and `tprepro plan` has no "
                                    "measurement to derive it from for this job (docs/plan.md): set it")
             return minutes
-    resources = {"runtime": runtime, "mem_mb": job["mem_mb"], "cpus_per_task": job["cpus"]}
+    cpus = job["cpus"]
+    if cpus is None:
+        def cpus(wildcards, input):
+            from tprepro.plan.plan import planned_job
+
+            return planned_job(params, Path(input.code).name.removesuffix(".sha256"), dict(wildcards.items())).cpus
+    resources = {"runtime": runtime, "mem_mb": job["mem_mb"], "cpus_per_task": cpus}
 
     def on_slurm(value):
         return lambda wildcards: value if submits_to_slurm(workflow) else None

@@ -41,7 +41,19 @@ def test_the_table_names_each_rule_and_the_totals():
                           "--device", "h100", "--gpus", "8"], cwd=REPO, env=tool_env(), capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert re.search(r"^train\s+2\s+716,800,000 samples trained \(700,000 x 1,024\)\s+h100", out.stdout, re.M)
-    assert "GPU-hours:" in out.stdout and "on 8 GPU(s)" in out.stdout
+    assert "on 8 GPU(s)" in out.stdout
+    # the GPU jobs are unmeasured: no total leaves them out without saying so
+    assert re.search(r"^GPU-hours: unknown \(\d+ jobs unmeasured\)", out.stdout, re.M)
+    assert re.search(r"^wall time: unknown \(\d+ jobs unmeasured\); of the priced jobs", out.stdout, re.M)
+    assert max(map(len, out.stdout.splitlines())) <= 160
+    assert re.search(r"^  \[1\] ", out.stdout, re.M)  # each source once, below the table
+
+
+def test_an_unknown_device_is_refused():
+    out = subprocess.run([sys.executable, "-m", "tprepro", "plan", "--params", "workflow/configs/paper.yaml",
+                          "--device", "h1000"], cwd=REPO, env=tool_env(), capture_output=True, text=True)
+    assert out.returncode != 0
+    assert "--device h1000: not a device kind measured or named in the params (cpu, h100)" in out.stderr
 
 
 def snakemake_jobs(listing: str) -> dict[frozenset, dict]:
@@ -61,7 +73,8 @@ def snakemake_jobs(listing: str) -> dict[frozenset, dict]:
 @pytest.mark.slow
 def test_the_plan_of_paper_yaml_and_snakemakes_slurm_dry_run_have_the_same_jobs_and_runtimes(tmp_path):
     root = copy_project(tmp_path / "repo")
-    shutil.copytree(REPO / "results/benchmarks/stages", root / "results/benchmarks/stages")
+    for measured in ("stages", "data"):
+        shutil.copytree(REPO / "results/benchmarks" / measured, root / "results/benchmarks" / measured)
     config = "workflow/configs/paper.yaml"
     out = subprocess.run([sys.executable, "-m", "snakemake", "--profile", "profiles/slurm", "-n",
                           "--config", f"params={config}"], cwd=root, env=tool_env(), capture_output=True, text=True)
@@ -77,6 +90,7 @@ def test_the_plan_of_paper_yaml_and_snakemakes_slurm_dry_run_have_the_same_jobs_
             assert "runtime" not in resources or job["rule"] == "split_index"
             continue
         assert int(resources["runtime"]) == job["runtime_min"], job["rule"]
+        assert int(resources["cpus_per_task"]) == job["cpus"], job["rule"]
         derived += "estimate" in job["runtime_source"]
     assert derived >= 2  # vocab and tables take theirs from the plan
 

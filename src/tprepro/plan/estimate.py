@@ -84,6 +84,18 @@ def _neighbour(measurements: Measurements, kind: str, stage: str, work: Work):
     return None
 
 
+def _fitted_data_job(measurements: Measurements, kind: str, work: Work) -> tuple[float, str] | None:
+    """(seconds, source) of a Mathematics data job from its (split, module)'s fit at two sizes, or None."""
+    rates = measurements.data_rates.get(kind)
+    if work.kind != "generate" or work.module is None or rates is None:
+        return None
+    fit = rates.jobs.get(f"{work.split}/{work.module}")
+    if fit is None:
+        return None
+    sizes = " and ".join(f"{size:,}" for size in fit.sizes)
+    return fit.seconds(work.items), f"its (split, module)'s data jobs at {sizes} problems on {kind} ({rates.commit}, {rates.date})"
+
+
 def estimate(measurements: Measurements, kind: str, stage: str, work: Work) -> Estimate:
     """Job seconds and disk of `work` (a job of `stage`) on device kind `kind`."""
     disk = WEIGHT_COPIES * 4 * parameter_count(work.preset) if work.kind == "train" else None
@@ -93,6 +105,9 @@ def estimate(measurements: Measurements, kind: str, stage: str, work: Work) -> E
         disk = per_item * work.items if per_item is not None and work.items is not None else None
     if work.items is None and work.kind != "fixed":
         return Estimate(None, "its size is in release files, not in the params", disk)
+    fitted = _fitted_data_job(measurements, kind, work)
+    if fitted is not None:
+        return Estimate(*fitted, disk)
     if work.preset is None:
         rates = measurements.stage_rates.get(kind)
         rate = rates.rate(stage, None, work.module) if rates else None
@@ -103,7 +118,7 @@ def estimate(measurements: Measurements, kind: str, stage: str, work: Work) -> E
             per_item = statistics.median(measured_modules.values())
             return Estimate(rates.stages[stage]["fixed_s"] + per_item * work.items,
                             f"extrapolated from the median of {len(measured_modules)} modules measured in a pipeline "
-                            f"run on {kind} ({rates.commit}, {rates.date}); module {work.module} not measured", disk)
+                            f"run on {kind} ({rates.commit}, {rates.date}); its module not measured", disk)
         if rate is None:
             what = f"module {work.module}" if work.module and rates and stage in rates.stages else f"{stage} job"
             return Estimate(None, f"unmeasured: no {what} measured on {kind}", disk)

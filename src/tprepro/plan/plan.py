@@ -17,6 +17,7 @@ from tprepro.plan.work import Work, work
 MARGIN = 1.5  # a derived SLURM runtime: the estimate times this, rounded up to whole minutes,
 MIN_RUNTIME = 10  # and at least this many minutes (start-up on a busy node, a slow file system)
 WARNING_MINUTES = 5  # training checkpoints on SLURM's USR1, 5 minutes before the limit (profiles/slurm)
+DATA_JOB_TARGET_S = 3600  # a data job with `cluster.data.cpus: null` gets the CPUs that finish it in about this
 CPU = "cpu"
 
 
@@ -30,6 +31,15 @@ class PlannedJob:
     runtime_source: str  # "params" or how it was derived
     segments: int = 1  # SLURM allocations it takes (> 1: killed at its limit and requeued)
     note: str = ""
+    cpus: int = 1  # processes it runs (a data job generates its shards in parallel)
+
+    @property
+    def wall_s(self) -> float | None:
+        """Its seconds from start to end: the estimate (CPU seconds) shared by its processes, whole shards each."""
+        seconds, shards = self.estimate.seconds, self.work.shards
+        if seconds is None or self.cpus == 1 or not shards:
+            return seconds
+        return seconds / shards * math.ceil(shards / self.cpus)
 
 
 @dataclass
@@ -43,19 +53,29 @@ class Plan:
     critical_path: list[str]
     wall_s: float
     measurements: list[str] = field(default_factory=list)  # the files used
+    unmeasured_on_path: bool = False  # an unmeasured job could lie on the critical path (priced as 0 s)
 
     def totals(self) -> dict:
+        """Sums over the jobs. An hours total that would leave an unmeasured job out is None (unknown), and
+        the count of those jobs is beside it (gpu_unmeasured, cpu_unmeasured)."""
         priced = [p for p in self.jobs if p.estimate.seconds is not None]
-        hours = lambda ps: sum(p.estimate.seconds for p in ps) / 3600  # noqa: E731
-        on_gpu = [p for p in priced if p.device != CPU]
+        unmeasured = lambda on_gpu: sum(p.estimate.seconds is None and (p.device != CPU) == on_gpu  # noqa: E731
+                                        for p in self.jobs)
+        hours = lambda on_gpu: None if unmeasured(on_gpu) else sum(  # noqa: E731
+            p.estimate.seconds for p in priced if (p.device != CPU) == on_gpu) / 3600
         return {"jobs": len(self.jobs), "unmeasured": len(self.jobs) - len(priced),
                 "extrapolated": sum(p.estimate.status == "extrapolated" for p in self.jobs),
-                "gpu_hours": hours(on_gpu), "cpu_hours": hours([p for p in priced if p.device == CPU]),
+                "gpu_hours": hours(True), "gpu_unmeasured": unmeasured(True),
+                "cpu_hours": hours(False), "cpu_unmeasured": unmeasured(False),
+                "priced_hours": sum(p.estimate.seconds for p in priced) / 3600,
                 "disk_bytes": sum(p.estimate.disk_bytes or 0 for p in self.jobs),
                 "disk_unknown": sum(p.estimate.disk_bytes is None and p.work.kind in ("generate", "train")
                                     for p in self.jobs),
                 "requeued": sum(p.segments > 1 for p in self.jobs),
-                "critical_path_s": self.critical_path_s, "wall_s": self.wall_s}
+                "critical_path_s": self.critical_path_s if not self.unmeasured_on_path else None,
+                "wall_s": self.wall_s if len(priced) == len(self.jobs) else None,
+                "priced_critical_path_s": self.critical_path_s, "priced_wall_s": self.wall_s,
+                "longest_data_job_s": max((p.wall_s for p in priced if p.work.kind == "generate"), default=None)}
 
 
 def job_device(params: dict, job: Job, device: str | None) -> str:
@@ -95,12 +115,37 @@ def slurm_runtime(params: dict, job: Job, work_: Work, seconds: float | None) ->
     return runtime, source, segments, note
 
 
+def known_devices(params: dict, measurements: Measurements) -> set[str]:
+    """The device kinds a plan can price on: cpu, those with a measurement, those the params' families name."""
+    return {CPU, *(kind for kind, _ in measurements.throughput), *measurements.stage_rates,
+            *measurements.data_rates, *(family["device"] for family in params["cluster"].values()
+                                         if family.get("device"))}
+
+
+def job_cpus(params: dict, job: Job, work_: Work, seconds: float | None) -> int:
+    """Processes of one job: `cluster.<family>.cpus`, or where that is null for a data job, as many as
+    finish its shards in about DATA_JOB_TARGET_S (whole shards per process; at most one per shard)."""
+    if job.family is None:
+        return 1
+    cpus = params["cluster"][job.family]["cpus"]
+    if cpus is not None:
+        return cpus
+    if work_.kind != "generate" or not work_.shards or seconds is None:
+        return 1
+    per_process = max(1, math.floor(DATA_JOB_TARGET_S / (seconds / work_.shards)))
+    return min(work_.shards, math.ceil(work_.shards / per_process))
+
+
 def make_plan(params: dict, params_path: str = "params.yaml", device: str | None = None, gpus: int = 1,
               cores: int | None = None, measurements: Measurements | None = None) -> Plan:
     """The plan of `params`; GPU-family jobs priced on `device` (default: their family's device)."""
     if gpus < 1:
         raise TpreproError(f"--gpus: expected at least 1, got {gpus}")
     measurements = measurements if measurements is not None else load_measurements(BENCHMARKS)
+    known = known_devices(params, measurements)
+    if device is not None and device not in known:
+        raise TpreproError(f"--device {device}: not a device kind measured or named in the params "
+                           f"({', '.join(sorted(known))})")
     found = jobs(params)
     before = upstream(found)
     planned = []
@@ -108,27 +153,37 @@ def make_plan(params: dict, params_path: str = "params.yaml", device: str | None
         done = work(params, job.stage, job.values)
         kind = job_device(params, job, device)
         guess = estimate(measurements, kind, job.stage, done)
-        runtime, source, segments, note = slurm_runtime(params, job, done, guess.seconds)
-        planned.append(PlannedJob(job, done, kind, guess, runtime, source, segments, note))
-    seconds = {p.job: p.estimate.seconds or 0.0 for p in planned}
+        cpus = job_cpus(params, job, done, guess.seconds)
+        wall = PlannedJob(job, done, kind, guess, None, "", cpus=cpus).wall_s
+        runtime, source, segments, note = slurm_runtime(params, job, done, wall)
+        planned.append(PlannedJob(job, done, kind, guess, runtime, source, segments, note, cpus))
+    seconds = {p.job: p.wall_s or 0.0 for p in planned}
     kinds = {p.job: p.device for p in planned}
     on_gpus = any(kind != CPU for kind in kinds.values())
     cores = cores if cores is not None else (100 if on_gpus else 2)  # the SLURM profile's job limit; a workstation
     path_s, path = critical_path(found, before, seconds)
     wall = schedule(found, before, seconds, lambda job: "gpu" if kinds[job] != CPU else "cpu",
                     {"gpu": gpus, "cpu": cores})
-    used = sorted({t.path for t in measurements.throughput.values()} | {r.path for r in measurements.stage_rates.values()})
-    return Plan(str(params_path), device, gpus, cores, planned, path_s, [job.name for job in path], wall, used)
+    used = sorted({t.path for t in measurements.throughput.values()} | {r.path for r in measurements.stage_rates.values()}
+                  | {r.path for r in measurements.data_rates.values()})
+    # an unmeasured job counts 0 s above: with any, the wall time and critical path are those of the priced jobs
+    return Plan(str(params_path), device, gpus, cores, planned, path_s, [job.name for job in path], wall, used,
+                unmeasured_on_path=any(p.estimate.seconds is None for p in planned))
 
 
-def runtime_of(params: dict, stage: str, wildcards: dict) -> int | None:
-    """The SLURM minutes of the job of `stage` with Snakemake `wildcards` (cluster_resources' runtime)."""
+def planned_job(params: dict, stage: str, wildcards: dict) -> PlannedJob:
+    """The planned job of `stage` with Snakemake `wildcards` (cluster_resources' runtime and CPUs)."""
     plan = _cached_plan(params)
     wanted = sorted(str(value) for value in wildcards.values())
     for planned in plan.jobs:
         if planned.job.stage == stage and sorted(planned.job.rule_values) == wanted:
-            return planned.runtime
+            return planned
     raise TpreproError(f"stage {stage}: the plan has no job with wildcards {dict(wildcards)}")
+
+
+def runtime_of(params: dict, stage: str, wildcards: dict) -> int | None:
+    """The SLURM minutes of the job of `stage` with Snakemake `wildcards`."""
+    return planned_job(params, stage, wildcards).runtime
 
 
 _PLANS: dict = {}

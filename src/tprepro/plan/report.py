@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections import defaultdict
 
 from tprepro.plan.plan import MARGIN, MIN_RUNTIME, Plan, PlannedJob
@@ -38,44 +39,78 @@ def _work(planned: PlannedJob) -> str:
     return f"{text} ({done.steps:,} x {done.batch_size:,})" if done.kind == "train" else text
 
 
-def _source(group: list[PlannedJob]) -> str:
-    sources = list(dict.fromkeys(p.estimate.source for p in group))
-    return sources[0] if len(sources) == 1 else f"{sources[0]} (+{len(sources) - 1} more)"
+WIDTH = 160  # the table's columns at most
+
+
+def _sources(plan: Plan) -> dict[str, int]:
+    """Each distinct estimate source, numbered in order of first use: printed once, below the table."""
+    return {source: number for number, source in
+            enumerate(dict.fromkeys(p.estimate.source for p in plan.jobs), start=1)}
+
+
+def _source_marks(group: list[PlannedJob], numbers: dict[str, int]) -> str:
+    marks = list(dict.fromkeys(numbers[p.estimate.source] for p in group))
+    shown = ",".join(f"[{m}]" for m in marks[:3])
+    return shown + (f" +{len(marks) - 3}" if len(marks) > 3 else "")
+
+
+def _hours(total: float | None, unmeasured: int) -> str:
+    return f"{total:.2f}" if total is not None else f"unknown ({unmeasured} jobs unmeasured)"
+
+
+def _totals(plan: Plan) -> list[str]:
+    totals = plan.totals()
+    slots = f"{plan.gpus} GPU(s) and {plan.cores} CPU job slots"
+    if totals["wall_s"] is not None:
+        wall = f"wall time: {duration(totals['wall_s'])} on {slots}; critical path {duration(totals['critical_path_s'])}"
+    else:
+        wall = (f"wall time: unknown ({totals['unmeasured']} jobs unmeasured); of the priced jobs "
+                f"{duration(totals['priced_wall_s'])} on {slots}, critical path {duration(totals['priced_critical_path_s'])}")
+    lines = [f"jobs: {totals['jobs']} ({totals['unmeasured']} unmeasured, {totals['extrapolated']} extrapolated)",
+             f"GPU-hours: {_hours(totals['gpu_hours'], totals['gpu_unmeasured'])}   CPU-hours: "
+             f"{_hours(totals['cpu_hours'], totals['cpu_unmeasured'])}   disk: {size(totals['disk_bytes'])}"
+             + (f" (+{totals['disk_unknown']} jobs' unknown)" if totals["disk_unknown"] else ""),
+             wall, *textwrap.wrap(" -> ".join(plan.critical_path), WIDTH, initial_indent="  ", subsequent_indent="    ")]
+    if totals["longest_data_job_s"] is not None:
+        lines.append(f"longest data job: {duration(totals['longest_data_job_s'])} from start to end")
+    lines.append(f"SLURM runtime where the params set none: {MARGIN} x the estimate, at least {MIN_RUNTIME} min")
+    if totals["requeued"]:
+        lines.append(f"requeued jobs: {totals['requeued']} (above their SLURM limit; see the notes)")
+    return lines
 
 
 def table(plan: Plan, per_job: bool = False) -> str:
-    """The plan's lines: a row per rule (per job with `per_job`), then the totals and their sources."""
+    """The plan's lines: a row per rule (per job with `per_job`), then the totals, then each estimate's
+    source once (the rows refer to them by number)."""
     groups: dict[str, list[PlannedJob]] = defaultdict(list)
     for planned in plan.jobs:
         groups[planned.job.name if per_job else planned.job.rule].append(planned)
-    header = f"{'job' if per_job else 'rule':<34} {'n':>4} {'work per job':<46} {'device':<7} {'per job':>11} " \
-             f"{'all':>11} {'disk':>9} {'SLURM min':>9}  source"
+    numbers = _sources(plan)
+    name_width = 40 if per_job else 26
+    header = f"{'job' if per_job else 'rule':<{name_width}} {'n':>4} {'work per job':<46} {'device':<6} {'cpus':>4} " \
+             f"{'per job':>10} {'all':>10} {'disk':>9} {'SLURM min':>9}  source"
     lines = [f"plan of {plan.params_path}", header, "-" * len(header)]
     for name, group in groups.items():
         first = group[0]
         seconds = [p.estimate.seconds for p in group]
         known = None if any(s is None for s in seconds) else sum(seconds)
-        per = duration(max(seconds)) if known is not None else "unmeasured"
+        per = duration(max(p.wall_s for p in group)) if known is not None else "unmeasured"
         disk = None if any(p.estimate.disk_bytes is None for p in group) else sum(p.estimate.disk_bytes for p in group)
-        runtimes = {p.runtime for p in group}
-        runtime = "local" if first.job.family is None else "/".join(str(r) if r else "-" for r in sorted(
-            runtimes, key=lambda r: r or 0))
-        lines.append(f"{name[:34]:<34} {len(group):>4} {_work(first)[:46]:<46} {first.device:<7} {per:>11} "
-                     f"{duration(known):>11} {size(disk) if first.work.kind in ('generate', 'train') else '':>9} "
-                     f"{runtime:>9}  {_source(group)}")
+        runtimes = sorted({p.runtime for p in group}, key=lambda r: r or 0)
+        runtime = "local" if first.job.family is None else (
+            "/".join(str(r) if r else "-" for r in runtimes) if len(runtimes) <= 2
+            else f"{runtimes[0] or '-'}-{runtimes[-1] or '-'}")
+        cpus = sorted({p.cpus for p in group})
+        cpus_text = str(cpus[0]) if len(cpus) == 1 else f"{cpus[0]}-{cpus[-1]}"
+        lines.append(f"{name[:name_width]:<{name_width}} {len(group):>4} {_work(first)[:46]:<46} {first.device[:6]:<6} "
+                     f"{cpus_text:>4} {per:>10} {duration(known):>10} "
+                     f"{size(disk) if first.work.kind in ('generate', 'train') else '':>9} {runtime[:9]:>9}  "
+                     f"{_source_marks(group, numbers)}"[:WIDTH])
         for note in dict.fromkeys(p.note for p in group if p.note):
-            lines.append(f"{'':<34}   ! {note}")
-    totals = plan.totals()
-    lines += ["", f"jobs: {totals['jobs']} ({totals['unmeasured']} unmeasured, {totals['extrapolated']} extrapolated; "
-                  f"totals below leave the unmeasured out)",
-              f"GPU-hours: {totals['gpu_hours']:.2f}   CPU-hours: {totals['cpu_hours']:.2f}   disk: "
-              f"{size(totals['disk_bytes'])}" + (f" (+{totals['disk_unknown']} jobs' unknown)"
-                                                   if totals['disk_unknown'] else ""),
-              f"wall time: {duration(plan.wall_s)} on {plan.gpus} GPU(s) and {plan.cores} CPU job slots; "
-              f"critical path {duration(plan.critical_path_s)}: {' -> '.join(plan.critical_path)}",
-              f"SLURM runtime where the params set none: {MARGIN} x the estimate, at least {MIN_RUNTIME} min"]
-    if totals["requeued"]:
-        lines.append(f"requeued jobs: {totals['requeued']} (above their SLURM limit; see the notes)")
+            lines.append(f"{'':<{name_width}}   ! {note}"[:WIDTH])
+    lines += ["", *_totals(plan), "", "sources (per job: tprepro plan --jobs, or --json):"]
+    lines += [line for source, number in numbers.items()
+              for line in textwrap.wrap(f"[{number}] {source}", WIDTH, initial_indent="  ", subsequent_indent="      ")]
     lines += [f"measurements: {path}" for path in plan.measurements] or ["measurements: none found"]
     return "\n".join(lines)
 
@@ -91,6 +126,7 @@ def as_json(plan: Plan) -> dict:
                                                    "batch_size": p.work.batch_size},
                   "device": p.device, "seconds": p.estimate.seconds, "status": p.estimate.status,
                   "source": p.estimate.source, "disk_bytes": p.estimate.disk_bytes, "runtime_min": p.runtime,
-                  "runtime_source": p.runtime_source, "segments": p.segments, "note": p.note}
+                  "runtime_source": p.runtime_source, "segments": p.segments, "note": p.note, "cpus": p.cpus,
+                  "wall_s": p.wall_s}
                  for p in plan.jobs],
     }

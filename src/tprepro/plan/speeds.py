@@ -6,8 +6,8 @@
   job seconds measured in a real pipeline run on that device kind: a fixed part per job and seconds per
   item (per preset for the stages that run a model);
 - data/<device_kind>.json (schema tprepro.data_rates/1, benchmarks/data_rates.py): each Mathematics
-  (split, module)'s generation CPU seconds fitted at two sizes as fixed + rate x problems, and what every
-  data job pays on top. This module owns the format: its writer, file name and checks."""
+  (split, module)'s data job CPU seconds, fitted over real jobs at two or more sizes as fixed + rate x
+  problems. This module owns the format: its writer, file name and checks."""
 
 from __future__ import annotations
 
@@ -124,8 +124,8 @@ def read_stage_rates(path: Path) -> StageRates:
 
 @dataclass(frozen=True)
 class DataRate:
-    """One (split, module)'s generation CPU seconds: fixed + seconds_per_problem x problems, fitted
-    through its two measured sizes."""
+    """One (split, module)'s data job CPU seconds: fixed (the job's start-up, imports, sampler) +
+    seconds_per_problem x problems, fitted through its measured sizes."""
 
     fixed_s: float
     seconds_per_problem: float
@@ -143,7 +143,6 @@ class DataRates:
     commit: str
     date: str
     source: str
-    job_fixed_s: float | None  # what every data job pays besides its sampling (None: not measured)
     jobs: dict  # "split/module" -> DataRate
     path: str
 
@@ -153,18 +152,15 @@ def data_rates_path(kind: str, root: Path = BENCHMARKS) -> Path:
 
 
 def write_data_rates(rates: dict, *, kind: str, device: str, commit: str, date: str, source: str,
-                     job_fixed_s: float | None, recorded: dict | None = None, root: Path = BENCHMARKS) -> Path:
-    """Write the data rates of device kind `kind` (`recorded`: {"split/module": (CPU s, problems)} of a
-    pipeline run, kept beside the fit for comparison); returns the file written."""
+                     root: Path = BENCHMARKS) -> Path:
+    """Write the data rates ({"split/module": DataRate}) of device kind `kind`; returns the file written."""
     from tprepro.io import atomic_write_text
 
     path = data_rates_path(kind, root)
     body = {"schema": DATA_RATES_SCHEMA, "device_kind": kind, "device": device, "commit": commit, "date": date,
-            "source": source, "job_fixed_s": job_fixed_s,
+            "source": source,
             "jobs": {job: {"fixed_s": round(r.fixed_s, 5), "seconds_per_problem": r.seconds_per_problem,
-                           "sizes": list(r.sizes), "cpu_s": list(r.cpu_s),
-                           **({"run": {"cpu_s": recorded[job][0], "problems": recorded[job][1]}}
-                              if recorded and job in recorded else {})}
+                           "sizes": list(r.sizes), "cpu_s": list(r.cpu_s)}
                      for job, r in sorted(rates.items())}}
     atomic_write_text(path, json.dumps(body, indent=1) + "\n")
     read_data_rates(path)
@@ -181,8 +177,6 @@ def read_data_rates(path: Path) -> DataRates:
     for key in ("device_kind", "device", "commit", "date", "source"):
         if not isinstance(data.get(key), str):
             raise TpreproError(f"{path}: {key}: expected a string, got {data.get(key)!r}")
-    if data.get("job_fixed_s") is not None and not _non_negative(data["job_fixed_s"]):
-        raise TpreproError(f"{path}: job_fixed_s: expected a non-negative number or null, got {data['job_fixed_s']!r}")
     if path.stem != data["device_kind"]:
         raise TpreproError(f"{path}: device_kind {data['device_kind']!r}: the file must be data/<device_kind>.json")
     jobs = data.get("jobs")
@@ -196,8 +190,8 @@ def read_data_rates(path: Path) -> DataRates:
                                f"numbers, under a split/module key; got {entry!r}")
         rates[job] = DataRate(float(entry["fixed_s"]), float(entry["seconds_per_problem"]),
                               tuple(entry.get("sizes", ())), tuple(entry.get("cpu_s", ())))
-    return DataRates(data["device_kind"], data["device"], data["commit"], data["date"], data["source"],
-                     data.get("job_fixed_s"), rates, str(path))
+    return DataRates(data["device_kind"], data["device"], data["commit"], data["date"], data["source"], rates,
+                     str(path))
 
 
 @dataclass(frozen=True)

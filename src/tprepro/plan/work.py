@@ -19,6 +19,8 @@ class Work:
     checkpoints: int | None = None  # train: checkpoints written (also the learning curve's points)
     max_requeues: int | None = None  # train: Snakemake re-runs of a preempted (or timed-out) job
     module: str | None = None  # generate: the Mathematics module (generators differ in speed by module)
+    split: str | None = None  # generate: the Mathematics split (and by difficulty)
+    shards: int | None = None  # generate: the shards written (the unit its processes share)
 
     @property
     def unit(self) -> str:
@@ -40,7 +42,8 @@ def _mathematics_data(params: dict, item: dict) -> Work:
     split = item.get("split", "extrapolate")
     data = params["data"]
     count = data["train_per_module"] if split.startswith("train") else data["test_per_module"]
-    return Work("generate", count, module=item.get("module", item.get("item")))
+    return Work("generate", count, module=item.get("module", item.get("item")), split=split,
+                shards=-(-count // data["rows_per_shard"]))
 
 
 def _mathematics_vocab(params: dict, item: dict) -> Work:

@@ -360,3 +360,18 @@ def test_a_signalled_data_job_leaves_no_generator_worker(generate_python, tmp_pa
     finally:
         job.kill()
         job.wait()
+
+
+def test_a_data_job_generates_with_the_cpus_slurm_gave_it(monkeypatch):
+    import argparse
+
+    from tprepro.experiments.mathematics.cli import _processes, data_processes
+
+    monkeypatch.delenv("SLURM_CPUS_PER_TASK", raising=False)
+    assert data_processes(_processes("auto")) == 1  # a workstation job: one process (Snakemake runs jobs side by side)
+    monkeypatch.setenv("SLURM_CPUS_PER_TASK", "6")  # cluster.data.cpus, or the plan's where that is null
+    assert data_processes(_processes("auto")) == 6
+    assert data_processes(_processes("3")) == 3
+    for bad in ("0", "-1", "two"):
+        with pytest.raises(argparse.ArgumentTypeError, match="positive integer or auto"):
+            _processes(bad)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import os
 from pathlib import Path
 
 from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE, SPLITS, TRAIN_SPLITS
@@ -16,12 +18,30 @@ def _dirs(paths: list[str]) -> list[Path]:
     return [Path(p) for p in paths]
 
 
+SLURM_CPUS = "SLURM_CPUS_PER_TASK"
+
+
+def _processes(value: str) -> int | str:
+    """--processes: a positive count, or auto."""
+    if value == "auto":
+        return value
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer or auto, got {value!r}")
+    return int(value)
+
+
+def data_processes(option: int | str) -> int:
+    """The generator processes of a data job: --processes, or for auto the CPUs SLURM allotted the job
+    (`cluster.data.cpus`, or the plan's where that is null), else 1."""
+    return int(os.environ.get(SLURM_CPUS, "1")) if option == "auto" else option
+
+
 def _data(args) -> None:
     from tprepro.experiments.mathematics.data_stage import run_data_stage
     from tprepro.params import load_params
 
     params = load_params(args.params, models=False)  # may run in the generation venv (no torch)
-    run_data_stage(args.split, args.module, Path(args.out), params["data"], processes=args.processes)
+    run_data_stage(args.split, args.module, Path(args.out), params["data"], processes=data_processes(args.processes))
 
 
 def _split_index(args) -> None:
@@ -118,18 +138,19 @@ EXPERIMENT = Experiment(
         Stage("data", "generate (or import) one Mathematics Dataset module/split as shards",
               options(split=SPLIT, module="a module name, e.g. arithmetic__add_or_sub",
                       out="dataset directory to write",
-                      processes=Option("shards generated in parallel", type=int, default=1)),
+                      processes=Option("shards generated in parallel (auto: the CPUs SLURM gave the job, else 1)",
+                                       type=_processes, default="auto")),
               _data,
               code=(*COMMON, "experiments/mathematics/data_stage.py", "experiments/mathematics/generate.py",
                     "experiments/mathematics/release.py", "experiments/mathematics/modules.py", "data/shards.py",
                     "children.py"),
               params=("data",),
               dvc=(DvcStage("tprepro data --split ${item.split} --module ${item.module} "
-                            "--out data/mathematics/${item.split}/${item.module} --processes 1",
+                            "--out data/mathematics/${item.split}/${item.module}",
                             matrix={"split": (*TRAIN_SPLITS, INTERPOLATE), "module": "${grid.modules}"},
                             outs=("data/mathematics/${item.split}/${item.module}",)),
                    DvcStage("tprepro data --split extrapolate --module ${item} "
-                            f"--out {EXTRAPOLATION}/${{item}} --processes 1",
+                            f"--out {EXTRAPOLATION}/${{item}}",
                             name="data_extrapolate", foreach="${grid.extrapolation_modules}",
                             outs=(f"{EXTRAPOLATION}/${{item}}",)))),
         Stage("split-index", "index one split's module datasets (rows, manifest SHA-256) for the stages reading it",
