@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -344,6 +345,7 @@ def test_a_signalled_data_job_leaves_no_generator_worker(generate_python, tmp_pa
            "run_data_stage as r; r('train-hard', 'probability__swr_p_level_set', Path(sys.argv[1]), json.loads(sys.argv[2]))"
     job = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "out"), json.dumps(config)],
                            env={**os.environ, "TPREPRO_GENERATE_PYTHON": generate_python}, stderr=subprocess.PIPE)
+    below: set[int] = set()
     try:
         deadline = time.monotonic() + 60
         while len(below := _descendants(job.pid)) < 3 and time.monotonic() < deadline:  # interpreter, forkserver, worker
@@ -360,6 +362,9 @@ def test_a_signalled_data_job_leaves_no_generator_worker(generate_python, tmp_pa
     finally:
         job.kill()
         job.wait()
+        for pid in below:  # a failed check leaves nothing running either
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def test_a_data_job_generates_with_the_cpus_slurm_gave_it(monkeypatch):
