@@ -67,3 +67,11 @@ def test_the_tests_mirror_the_packages():
               if folder.parts[0] not in NOT_PACKAGES and not (SRC / folder / "__init__.py").is_file()}
     assert not strays, f"test folders without a package under src/tprepro/: {sorted(strays)}"
     assert not {p.name for p in tests.glob("test_*.py")} & {p.name for p in tests.rglob("*/test_*.py")}
+
+
+@pytest.mark.parametrize("path", sorted((SRC / "plan").glob("*.py")), ids=lambda p: p.name)
+def test_the_plan_sits_above_the_workflow_helpers(path):
+    """workflow.py asks the plan for SLURM runtimes and CPUs; the plan imports nothing of workflow.py
+    (the references both read are in params/references.py): no import circle."""
+    back = [module for _, module in imported_modules(path) if module == "tprepro.workflow"]
+    assert not back, f"{path.name} imports tprepro.workflow"

@@ -53,7 +53,7 @@ def stage_entry(stage: Stage, dvc: DvcStage) -> tuple[str, dict]:
         entry = {"foreach": dvc.foreach, "do": body}
     else:
         entry = {"matrix": dict(dvc.matrix), **body} if dvc.matrix else body
-    return dvc.name or stage.name.replace("-", "_"), entry
+    return dvc.name or stage.rule, entry
 
 
 def generate() -> str:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tprepro.errors import TpreproError
+from tprepro.params.references import DVC_REFERENCE, params_value, pattern, setting, wildcard_of
 
 _OWNED_ENV = "TPREPRO_MLFLOW_PARENT_OWNED"  # set when this invocation opened the parent runs
 
@@ -51,16 +52,6 @@ def _source_hash(path: str, mtime_ns: int) -> str:
     return sha256_file(path)
 
 
-def setting(params: dict, key: str):
-    """The value of dotted params `key` (e.g. "n2f.algolisp.train")."""
-    value = params
-    for part in key.split("."):
-        if not isinstance(value, dict) or part not in value:
-            raise TpreproError(f"params: no key {key!r} (a stage's params in tprepro.experiments names it)")
-        value = value[part]
-    return value
-
-
 def settings(stage: str, params: dict) -> dict:
     """A rule's `params:` entries for stage `stage`'s params keys (Stage.params), so Snakemake reruns
     the rule when one of their values changes, as DVC does. A key with `{wildcards}` becomes a
@@ -79,40 +70,6 @@ def settings(stage: str, params: dict) -> dict:
 def _per_job(params: dict, key: str):
     """A params function of the job's wildcards: the value of `key` with them filled in."""
     return lambda wildcards: setting(params, key.format(**dict(wildcards.items())))
-
-
-_DVC_REFERENCE = re.compile(r"\$\{([^}]+)\}")  # ${item.model}, ${key}, ${n2f.seeds[0]}
-
-
-def _wildcard(reference: str, names: dict[str, str]) -> str | None:
-    """The wildcard a DVC reference stands for in a rule: `item.<key>` is `<key>`, `item` and `key`
-    the one `names` gives them (e.g. key="dataset"); None for a params reference."""
-    if reference.startswith("item."):
-        return reference.removeprefix("item.")
-    if reference in ("item", "key"):
-        return names[reference]
-    return None
-
-
-def pattern(path: str, params: dict | None = None, **names: str) -> str:
-    """A dvc.yaml path as a Snakemake file pattern: `${item.task}` becomes `{task}` (see _wildcard),
-    a params reference its value in `params` (an error without them)."""
-    def snakemake(match: re.Match) -> str:
-        wildcard = _wildcard(match.group(1), names)
-        if wildcard is not None:
-            return f"{{{wildcard}}}"
-        if params is None:
-            raise TpreproError(f"{path}: an output path takes wildcards only, not ${{{match.group(1)}}}")
-        return _params_value(match.group(1), params)
-
-    return _DVC_REFERENCE.sub(snakemake, path)
-
-
-def _params_value(reference: str, params: dict) -> str:
-    """The value of a DVC params reference: a dotted key, or an element of a list (`n2f.seeds[0]`)."""
-    key, index = re.fullmatch(r"(.+?)(?:\[(\d+)\])?", reference).groups()
-    value = setting(params, key)
-    return str(value[int(index)] if index is not None else value)
 
 
 REPORT_CAPTIONS = "../report"  # workflow/report/, as the rule files (workflow/rules/) name it
@@ -250,7 +207,7 @@ def _each_job(output: str, writer: _Writer, own: set[str], params: dict) -> list
     def values(key: str, declared) -> list:
         if key in own:
             return [f"{{{key}}}"]
-        reference = _DVC_REFERENCE.fullmatch(declared) if isinstance(declared, str) else None
+        reference = DVC_REFERENCE.fullmatch(declared) if isinstance(declared, str) else None
         return list(setting(params, reference.group(1)) if reference else declared)
 
     keys = [key for key, _ in writer.matrix]
@@ -266,10 +223,10 @@ def stage_shell(stage: str, params: dict, **names: str) -> str:
     from tprepro.experiments import stage as registered
 
     def snakemake(match: re.Match) -> str:
-        wildcard = _wildcard(match.group(1), names)
-        return f"{{wildcards.{wildcard}}}" if wildcard is not None else _params_value(match.group(1), params)
+        wildcard = wildcard_of(match.group(1), names)
+        return f"{{wildcards.{wildcard}}}" if wildcard is not None else params_value(match.group(1), params)
 
-    return _DVC_REFERENCE.sub(snakemake, registered(stage).dvc[0].cmd) + " > {log} 2>&1"
+    return DVC_REFERENCE.sub(snakemake, registered(stage).dvc[0].cmd) + " > {log} 2>&1"
 
 
 def module_dirs(data: str, splits, modules) -> list[str]:

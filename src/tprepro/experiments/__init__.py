@@ -110,6 +110,11 @@ class Stage:
     # one's command, with the experiment's example_items, is the example its --help shows.
     dvc: tuple[DvcStage, ...] = ()
 
+    @property
+    def rule(self) -> str:
+        """Its Snakemake rule's name (and dvc.yaml stage's, unless a DvcStage names its own)."""
+        return self.name.replace("-", "_")
+
 
 @dataclass(frozen=True)
 class Experiment:

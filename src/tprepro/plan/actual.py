@@ -37,7 +37,7 @@ def _rule(plan: Plan, experiment: str, stage: str) -> str | None:
     """The rule of `experiment` whose runs carry tag `stage` (train: that experiment's training rule)."""
     from tprepro.experiments import experiments
 
-    rules = [s.name.replace("-", "_") for s in experiments()[experiment].stages]
+    rules = [s.rule for s in experiments()[experiment].stages]
     return next((rule for rule in rules if rule == stage or rule.endswith(f"_{stage}")), None)
 
 

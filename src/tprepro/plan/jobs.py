@@ -37,14 +37,9 @@ class Job:
         return " ".join((self.rule, *(value for _, value in self.item)))
 
 
-def rule_name(stage: str) -> str:
-    """A stage's Snakemake rule (and dvc.yaml stage): its name with underscores."""
-    return stage.replace("-", "_")
-
-
 def _values(params: dict, declared) -> list[str]:
     """A matrix axis: a params reference's values (a mapping's keys) or the declared values."""
-    from tprepro.workflow import setting
+    from tprepro.params.references import setting
 
     if isinstance(declared, str):
         reference = re.fullmatch(r"\$\{([^}]+)\}", declared)
@@ -57,7 +52,7 @@ def _values(params: dict, declared) -> list[str]:
 def jobs(params: dict) -> list["Job"]:
     """Every job of `params`, in the registry's order (stage by stage, the matrix expanded as DVC does)."""
     from tprepro.experiments import experiments
-    from tprepro.workflow import pattern
+    from tprepro.params.references import pattern
 
     families = rule_families()
     found = []
@@ -75,8 +70,8 @@ def jobs(params: dict) -> list["Job"]:
                 values = dict(zip(axes, combination))
                 fill = lambda path: pattern(path, params, item="item", key="key").format(**values)  # noqa: E731
                 outputs = tuple(map(fill, written))
-                found.append(Job(stage.name, rule_name(stage.name), tuple(values.items()), outputs,
-                                 tuple(map(fill, dvc.deps)), families.get(rule_name(stage.name)),
+                found.append(Job(stage.name, stage.rule, tuple(values.items()), outputs,
+                                 tuple(map(fill, dvc.deps)), families.get(stage.rule),
                                  _wildcard_values(outputs[0], rule_output), fill(dvc.cmd)))
     return found
 

@@ -1,0 +1,53 @@
+"""The references in a stage's declaration (its dvc.yaml paths and commands): `${item.<key>}` for a job's
+matrix value and `${dotted.key}` for a params value. The workflow helpers (Snakemake's patterns) and the
+plan (its jobs) read them alike."""
+
+from __future__ import annotations
+
+import re
+
+from tprepro.errors import TpreproError
+
+
+def setting(params: dict, key: str):
+    """The value of dotted params `key` (e.g. "n2f.algolisp.train")."""
+    value = params
+    for part in key.split("."):
+        if not isinstance(value, dict) or part not in value:
+            raise TpreproError(f"params: no key {key!r} (a stage's params in tprepro.experiments names it)")
+        value = value[part]
+    return value
+
+
+DVC_REFERENCE = re.compile(r"\$\{([^}]+)\}")  # ${item.model}, ${key}, ${n2f.seeds[0]}
+
+
+def wildcard_of(reference: str, names: dict[str, str]) -> str | None:
+    """The wildcard a DVC reference stands for in a rule: `item.<key>` is `<key>`, `item` and `key`
+    the one `names` gives them (e.g. key="dataset"); None for a params reference."""
+    if reference.startswith("item."):
+        return reference.removeprefix("item.")
+    if reference in ("item", "key"):
+        return names[reference]
+    return None
+
+
+def pattern(path: str, params: dict | None = None, **names: str) -> str:
+    """A dvc.yaml path as a Snakemake file pattern: `${item.task}` becomes `{task}` (see wildcard_of),
+    a params reference its value in `params` (an error without them)."""
+    def snakemake(match: re.Match) -> str:
+        wildcard = wildcard_of(match.group(1), names)
+        if wildcard is not None:
+            return f"{{{wildcard}}}"
+        if params is None:
+            raise TpreproError(f"{path}: an output path takes wildcards only, not ${{{match.group(1)}}}")
+        return params_value(match.group(1), params)
+
+    return DVC_REFERENCE.sub(snakemake, path)
+
+
+def params_value(reference: str, params: dict) -> str:
+    """The value of a DVC params reference: a dotted key, or an element of a list (`n2f.seeds[0]`)."""
+    key, index = re.fullmatch(r"(.+?)(?:\[(\d+)\])?", reference).groups()
+    value = setting(params, key)
+    return str(value[int(index)] if index is not None else value)
