@@ -55,6 +55,7 @@ from tprepro.experiments.two_variable.data import write_two_variable  # noqa: E4
 from tprepro.io import atomic_write_text  # noqa: E402
 from tprepro.models.registry import resolve_model_config  # noqa: E402
 from tprepro.params import TrainConfig, load_params  # noqa: E402
+from tprepro.plan.speeds import throughput_path  # noqa: E402
 from tprepro.train.callbacks import Callback  # noqa: E402
 from tprepro.train.throughput import synchronize  # noqa: E402
 from tprepro.train.trainer import Trainer, TrainJob  # noqa: E402
@@ -261,7 +262,7 @@ def main(argv=None) -> list[dict]:
             result = measure(preset, files, vocab, questions, args, work)
             if args.requeue and result["compile"]:
                 result["seconds_to_first_step_requeued"] = requeue_seconds(preset, args, work)
-            out = args.out_dir / result["device_kind"] / f"{preset}{'-packed' if args.packing else ''}.json"
+            out = throughput_path(args.out_dir, result["device_kind"], preset, "packed" if args.packing else "")
             out.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_text(out, json.dumps(result, indent=1) + "\n")
             results.append(result)

@@ -81,3 +81,22 @@ def test_a_bad_measurement_file_is_an_error_naming_the_file_and_key(tmp_path, ed
     path.write_text(json.dumps(record))
     with pytest.raises(TpreproError, match=rf"transformer_paper\.json: .*{message}"):
         load_measurements(tmp_path)
+
+
+def test_a_variant_benchmark_beside_a_preset_neither_stops_the_plan_nor_prices_it(tmp_path):
+    """benchmarks/train_speed.py --packing writes <preset>-packed.json beside <preset>.json: the plan reads
+    both, prices with the pipeline's settings only, and plans with the variant file alone too."""
+    from helpers import load_default_params
+    from tprepro.plan.plan import make_plan
+    from tprepro.plan.speeds import throughput_path
+
+    base = write_throughput(tmp_path, "h100", "transformer_paper", 2000.0)
+    packed = throughput_path(tmp_path / "throughput", "h100", "transformer_paper", "packed")
+    packed.write_text(base.read_text().replace('"samples_per_s": 2000.0', '"samples_per_s": 9000.0'))
+    measured = load_measurements(tmp_path)
+    assert [t.variant for t in measured.variants] == ["packed"]
+    assert estimate(measured, "h100", "train", TRAIN).seconds == pytest.approx(64_000 / 2000.0)
+    base.unlink()
+    measured = load_measurements(tmp_path)
+    assert estimate(measured, "h100", "train", TRAIN).status == "unmeasured"
+    assert make_plan(load_default_params(), measurements=measured).jobs  # plans, the variant aside

@@ -39,6 +39,7 @@ class Throughput:
     flops_per_sample: float
     decode_problems_per_s: float | None
     path: str
+    variant: str = ""  # "" for the preset's pipeline settings; else what differs (e.g. "packed"): not priced
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,15 @@ def _read(path: Path, schema: str) -> dict:
     return data
 
 
+VARIANT_SEPARATOR = "-"  # <preset>-<variant>.json: a benchmark under other settings than the pipeline's
+
+
+def throughput_path(root: Path, device_kind: str, preset: str, variant: str = "") -> Path:
+    """Where a throughput record lives: <root>/<device_kind>/<preset>.json, a variant (packed rows, say)
+    beside it as <preset>-<variant>.json, which the plan lists but does not price with."""
+    return root / device_kind / f"{preset}{VARIANT_SEPARATOR + variant if variant else ''}.json"
+
+
 def read_throughput(path: Path) -> Throughput:
     """One throughput file, checked: an error names the file and the key."""
     data = _read(path, THROUGHPUT_SCHEMA)
@@ -92,15 +102,16 @@ def read_throughput(path: Path) -> Throughput:
             raise TpreproError(f"{path}: {key}: expected {getattr(kind, '__name__', 'a number')}, got {data.get(key)!r}")
     if data["samples_per_s"] <= 0 or data["flops_per_sample"] <= 0:
         raise TpreproError(f"{path}: samples_per_s and flops_per_sample must be positive")
-    if path.stem != data["preset"] or path.parent.name != data["device_kind"]:
+    variant = path.stem.removeprefix(data["preset"]).removeprefix(VARIANT_SEPARATOR)
+    if throughput_path(Path(), data["device_kind"], data["preset"], variant) != Path(path.parent.name, path.name):
         raise TpreproError(f"{path}: holds preset {data['preset']!r} on {data['device_kind']!r}; "
-                           "the file must be <device_kind>/<preset>.json")
+                           f"the file must be <device_kind>/<preset>.json (or <preset>{VARIANT_SEPARATOR}<variant>.json)")
     decode = data.get("decode_problems_per_s")
     if decode is not None and (not isinstance(decode, (int, float)) or decode <= 0):
         raise TpreproError(f"{path}: decode_problems_per_s: expected a positive number or null, got {decode!r}")
     return Throughput(data["preset"], data["arch"], data["device_kind"], data["device"], data["commit"], data["date"],
                       data["batch_size"], float(data["samples_per_s"]), float(data["flops_per_sample"]),
-                      None if decode is None else float(decode), str(path))
+                      None if decode is None else float(decode), str(path), variant)
 
 
 def read_stage_rates(path: Path) -> StageRates:
@@ -199,6 +210,7 @@ class Measurements:
     throughput: dict  # (device_kind, preset) -> Throughput
     stage_rates: dict  # device_kind -> StageRates
     data_rates: dict = field(default_factory=dict)  # device_kind -> DataRates
+    variants: list = field(default_factory=list)  # Throughput of other settings than the pipeline's (not priced)
 
     def on(self, device_kind: str) -> dict[str, Throughput]:
         return {preset: t for (kind, preset), t in self.throughput.items() if kind == device_kind}
@@ -206,10 +218,13 @@ class Measurements:
 
 def load_measurements(root: Path = BENCHMARKS) -> Measurements:
     """Every throughput and stage-rates file under `root` (none: an empty set, every job unmeasured)."""
-    throughput = {}
+    throughput, variants = {}, []
     for path in sorted((root / "throughput").glob("*/*.json")):
         measured = read_throughput(path)
-        throughput[measured.device_kind, measured.preset] = measured
+        if measured.variant:
+            variants.append(measured)
+        else:
+            throughput[measured.device_kind, measured.preset] = measured
     rates = {}
     for path in sorted((root / "stages").glob("*.json")):
         measured = read_stage_rates(path)
@@ -217,4 +232,4 @@ def load_measurements(root: Path = BENCHMARKS) -> Measurements:
             raise TpreproError(f"{path}: device_kind {measured.device_kind!r}: the file must be <device_kind>.json")
         rates[measured.device_kind] = measured
     data = {rates.device_kind: rates for rates in map(read_data_rates, sorted((root / "data").glob("*.json")))}
-    return Measurements(throughput, rates, data)
+    return Measurements(throughput, rates, data, variants)
