@@ -65,6 +65,24 @@ def fit(points: list[tuple[int, float]], startup: float) -> tuple[float, float]:
     return fixed, statistics.median((s - fixed) / n for n, s in points)
 
 
+def timed_jobs(params: dict, times: Path) -> list[tuple]:
+    """(job, its work, CPU seconds) of each successful job of `params` the timing wrapper recorded in `times`."""
+    from tprepro.plan.jobs import jobs
+    from tprepro.plan.work import work
+
+    by_command = {tuple(shlex.split(job.command)): job for job in jobs(params)}
+    measured = []
+    for number, line in enumerate(times.read_text().splitlines(), 1):
+        record = json.loads(line)
+        job = by_command.get(tuple(["tprepro", *record["argv"]]))
+        if job is None or record["status"] != 0:
+            print(f"{times}:{number}: skipped ({'failed' if job else 'no job of the params runs'} "
+                  f"{' '.join(record['argv'][:3])})", file=sys.stderr)
+            continue
+        measured.append((job, work(params, job.stage, job.values), record["cpu_s"]))
+    return measured
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--params", required=True)
@@ -74,25 +92,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--source", required=True, help="what ran: command, params, machine load")
     parser.add_argument("--device-kind", default="cpu")
     parser.add_argument("--out", default=None, help="default: results/benchmarks/stages/<device-kind>.json")
+    parser.add_argument("--also", action="append", default=[], metavar="PARAMS=TIMES",
+                        help="another run's records at other sizes (the rehearsal, say): its jobs that read data "
+                             "(vocab) join their stage's fit, so it is fitted at two sizes; its other jobs are left "
+                             "out (its presets may be narrowed; data jobs are fitted by benchmarks/data_rates.py)")
     args = parser.parse_args(argv)
 
     from tprepro.experiments import experiments
     from tprepro.params import load_params
-    from tprepro.plan.jobs import jobs
-    from tprepro.plan.work import work
 
     experiments()
     params = load_params(args.params)
-    by_command = {tuple(shlex.split(job.command)): job for job in jobs(params)}
-    measured = []
-    for number, line in enumerate(Path(args.times).read_text().splitlines(), 1):
-        record = json.loads(line)
-        job = by_command.get(tuple(["tprepro", *record["argv"]]))
-        if job is None or record["status"] != 0:
-            print(f"{args.times}:{number}: skipped ({'failed' if job else 'no job of the params runs'} "
-                  f"{' '.join(record['argv'][:3])})", file=sys.stderr)
-            continue
-        measured.append((job, work(params, job.stage, job.values), record["cpu_s"]))
+    measured = timed_jobs(params, Path(args.times))
+    for run in args.also:
+        other_params, times = run.split("=", 1)
+        measured += [(job, done, seconds) for job, done, seconds in timed_jobs(load_params(other_params), Path(times))
+                     if done.kind == "read"]
     fixed_jobs: dict[str, list[float]] = {}
     for job, done, seconds in measured:
         if done.kind == "fixed":
