@@ -34,18 +34,16 @@ def cmd_plan(args) -> None:
 def cmd_models(args) -> None:
     """Every preset's parameter count: sequence archs for --vocab-size symbols, N2F archs for
     MathQA-sized vocabularies."""
-    from tprepro.models.registry import resolve_model_config
-    from tprepro.models.registry import build_model, list_presets
+    from tprepro.models.registry import REFERENCE_SIZES, list_presets, preset_parameters, resolve_model_config
 
-    n2f_sizes = {"vocab_size": 5000, "n_relations": 60, "n_arguments": 100}
+    n2f_sizes = REFERENCE_SIZES["n2f"]
     groups = [("seq2seq", {"vocab_size": args.vocab_size}, f"vocabulary {args.vocab_size}"),
               ("n2f", n2f_sizes, ", ".join(f"{k} {v}" for k, v in n2f_sizes.items()))]
     for task, sizes, label in groups:
         print(f"{'preset':<28} {'arch':<30} {'parameters':>12}   ({label})")
         for preset in sorted(list_presets(task)):
-            cfg = resolve_model_config(preset, {}, where=preset)
-            n = sum(p.numel() for p in build_model(cfg, pad_id=0, **sizes).parameters())
-            print(f"{preset:<28} {cfg.arch:<30} {n:>12,}")
+            arch = resolve_model_config(preset, {}, where=preset).arch
+            print(f"{preset:<28} {arch:<30} {preset_parameters(preset, **sizes):>12,}")
         print()
 
 

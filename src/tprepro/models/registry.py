@@ -196,3 +196,22 @@ def build_model(cfg: ModelConfig, vocab_size: int, pad_id: int, **sizes: int) ->
     `sizes` go to the builder as keywords (the n2f archs: n_relations, n_arguments)."""
     validate_config(cfg)
     return _ARCHS[cfg.arch](cfg, vocab_size, pad_id, **sizes)
+
+
+# The sizes `tprepro models` and the plan count a preset's weights at: the Mathematics character
+# vocabulary, and for the N2F models a word vocabulary and tuple vocabularies of release scale.
+REFERENCE_SIZES = {"seq2seq": {"vocab_size": 72}, "n2f": {"vocab_size": 5000, "n_relations": 60, "n_arguments": 100}}
+
+
+def count_parameters(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def preset_parameters(preset: str, **sizes: int) -> int:
+    """A preset's weights at `sizes` (default: its task's REFERENCE_SIZES), built on the meta device
+    (no memory, no initialisation)."""
+    import torch
+
+    cfg = resolve_model_config(preset, {}, where=preset)
+    with torch.device("meta"):
+        return count_parameters(build_model(cfg, pad_id=0, **(sizes or REFERENCE_SIZES[arch_task(cfg.arch)])))

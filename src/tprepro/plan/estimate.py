@@ -34,17 +34,10 @@ class Estimate:
 
 @cache
 def parameter_count(preset: str) -> int:
-    """A preset's weights, built on the meta device (no memory) for `tprepro models`' vocabulary sizes."""
-    import torch
+    """A preset's weights at `tprepro models`' reference sizes."""
+    from tprepro.models.registry import preset_parameters
 
-    from tprepro.models.registry import arch_task, build_model, resolve_model_config
-
-    cfg = resolve_model_config(preset, {}, where=preset)
-    sizes = {"vocab_size": 5000, "n_relations": 60, "n_arguments": 100} if arch_task(cfg.arch) == "n2f" \
-        else {"vocab_size": 72}
-    with torch.device("meta"):
-        model = build_model(cfg, pad_id=0, **sizes)
-    return sum(p.numel() for p in model.parameters())
+    return preset_parameters(preset)
 
 
 def _arch(preset: str) -> str:

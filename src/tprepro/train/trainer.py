@@ -39,7 +39,7 @@ from tprepro.data.vocab import Vocab
 from tprepro.data.prefetch import Prefetcher, prefetch_depth
 from tprepro.models.config import ModelConfig
 from tprepro.models.interfaces import AuxiliaryLoss, Codec, TargetLoss
-from tprepro.models.registry import build_model
+from tprepro.models.registry import build_model, count_parameters
 from tprepro.errors import TpreproError
 from tprepro.train.callbacks import Callback
 from tprepro.train.checkpoint import CheckpointError, load_checkpoint, move_aside, save_checkpoint
@@ -80,10 +80,6 @@ def unwrap(model: torch.nn.Module) -> torch.nn.Module:
             model = model._orig_mod
         else:
             return model
-
-
-def count_parameters(model: torch.nn.Module) -> int:
-    return sum(p.numel() for p in model.parameters())
 
 
 def sequence_loss(logits: torch.Tensor, targets: torch.Tensor, pad_id: int) -> torch.Tensor:
