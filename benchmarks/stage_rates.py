@@ -100,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from tprepro.experiments import experiments
     from tprepro.params import load_params
+    from tprepro.plan.speeds import stage_rates_path
 
     experiments()
     params = load_params(args.params)
@@ -152,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     record = {"schema": "tprepro.stage_rates/1", "device_kind": args.device_kind, "device": cpu_name(),
               "commit": args.commit, "date": datetime.date.today().isoformat(), "source": args.source,
               "seconds": "CPU seconds (user + system) per job", "startup_s": round(startup, 3), "stages": stages}
-    out = Path(args.out or f"results/benchmarks/stages/{args.device_kind}.json")
+    out = Path(args.out) if args.out else stage_rates_path(args.device_kind)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=2) + "\n")
     print(f"{len(measured)} jobs, {len(stages)} stages -> {out}")

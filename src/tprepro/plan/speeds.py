@@ -133,6 +133,23 @@ def read_stage_rates(path: Path) -> StageRates:
                       str(path))
 
 
+def stage_rates_path(kind: str, root: Path = BENCHMARKS) -> Path:
+    return root / "stages" / f"{kind}.json"
+
+
+def update_stage_rate(kind: str, stage: str, entry: dict, root: Path = BENCHMARKS) -> Path:
+    """Replace one stage's entry of the stage rates of `kind` (a stage measured apart from a pipeline run,
+    e.g. at larger sizes), checked as the plan reads it; returns the file."""
+    from tprepro.io import atomic_write_text
+
+    path = stage_rates_path(kind, root)
+    data = _read(path, STAGE_RATES_SCHEMA)
+    data["stages"][stage] = entry
+    atomic_write_text(path, json.dumps(data, indent=2) + "\n")
+    read_stage_rates(path)
+    return path
+
+
 @dataclass(frozen=True)
 class DataRate:
     """One (split, module)'s data job CPU seconds: fixed (the job's start-up, imports, sampler) +

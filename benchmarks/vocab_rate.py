@@ -1,0 +1,97 @@
+"""The vocabulary stage's CPU seconds at growing sizes, fitted as fixed + rate x problems read, into the
+`vocab` entry of results/benchmarks/stages/<kind>.json (the format is tprepro.plan.speeds's).
+
+At the sizes a pipeline run has (18,000 problems in params.yaml, 168,000 in the rehearsal) the job is
+all start-up (imports), so its rate cannot be read off them. This runs the real `tprepro vocab` through
+the timing wrapper over a finished run's training splits with every shard listed `--copies` times (links
+to the same files, manifests written as the data stage writes them), so it reads that many times the rows:
+
+    python benchmarks/vocab_rate.py --data /tmp/rehearsal/data/mathematics --params workflow/configs/rehearsal.yaml \\
+        --copies 1 20 100 --commit "$(git rev-parse --short HEAD)"
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from tprepro.data.shards import open_dataset, shard_name, write_manifest
+from tprepro.experiments import experiments
+from tprepro.experiments.mathematics.modules import TRAIN_SPLITS
+from tprepro.params import load_params
+from tprepro.plan.speeds import BENCHMARKS, update_stage_rate
+
+TIMED = Path(__file__).resolve().parent / "timed_tprepro.sh"
+
+
+def replicate(source: Path, target: Path, copies: int) -> int:
+    """`target`: each dataset of `source`'s training splits with its shards listed `copies` times; its rows."""
+    rows = 0
+    for split in TRAIN_SPLITS:
+        for dataset_dir in sorted((source / split).iterdir()):
+            dataset = open_dataset(dataset_dir, verify=False)
+            out = target / split / dataset_dir.name
+            out.mkdir(parents=True)
+            paths = []
+            for copy in range(copies):
+                for shard in dataset.files:
+                    paths.append(out / shard_name(len(paths)))
+                    os.symlink(shard.resolve(), paths[-1])
+            write_manifest(out, paths, **{k: v for k, v in dataset.manifest.items() if k not in ("rows", "shards")})
+            rows += dataset.rows * copies
+    return rows
+
+
+def timed_vocab(params: str, train: Path, times: Path, tprepro: str) -> float:
+    """CPU seconds of one `tprepro vocab` over the split folders under `train`."""
+    env = {**os.environ, "TPREPRO_REAL": tprepro, "TPREPRO_JOB_TIMES": str(times)}
+    subprocess.run(["bash", str(TIMED), "vocab", "--params", params, "--train",
+                    *(str(train / split) for split in TRAIN_SPLITS), "--out", str(train / "vocab.json")],
+                   env=env, check=True, stdout=subprocess.DEVNULL)
+    return json.loads(times.read_text().splitlines()[-1])["cpu_s"]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, required=True, help="a finished run's data/mathematics folder")
+    parser.add_argument("--params", required=True, help="that run's params file")
+    parser.add_argument("--copies", type=int, nargs="+", default=[1, 20, 100])
+    parser.add_argument("--commit", required=True)
+    parser.add_argument("--kind", default="cpu")
+    parser.add_argument("--tprepro", default=str(Path(sys.executable).with_name("tprepro")), help="the real tprepro")
+    parser.add_argument("--root", type=Path, default=BENCHMARKS)
+    args = parser.parse_args()
+    if len(set(args.copies)) < 2:
+        parser.error("--copies: two or more sizes")
+    experiments()
+    load_params(args.params)
+    points = []
+    print(f"{'problems read':>14} {'CPU s':>8}")
+    for copies in args.copies:
+        with tempfile.TemporaryDirectory(prefix="vocab-rate-") as scratch:
+            rows = replicate(args.data, Path(scratch), copies)
+            seconds = timed_vocab(args.params, Path(scratch), Path(scratch) / "times.jsonl", args.tprepro)
+        points.append((rows, seconds))
+        print(f"{rows:>14,} {seconds:>8.2f}", flush=True)
+    n = len(points)
+    mean_x, mean_y = sum(x for x, _ in points) / n, sum(y for _, y in points) / n
+    rate = sum((x - mean_x) * (y - mean_y) for x, y in points) / sum((x - mean_x) ** 2 for x, _ in points)
+    fixed = mean_y - rate * mean_x
+    print(f"fixed {fixed:.2f} s + {rate * 1e6:.3f} us per problem read")
+    out = update_stage_rate(args.kind, "vocab", {
+        "item": "problems read", "fixed_s": round(max(fixed, 0.0), 3), "seconds_per_item": rate,
+        "jobs": n, "fit": {"problems": [x for x, _ in points], "cpu_s": [round(y, 3) for _, y in points],
+                           "commit": args.commit, "date": datetime.date.today().isoformat(),
+                           "by": "benchmarks/vocab_rate.py"}}, root=args.root)
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
