@@ -31,9 +31,11 @@ def test_every_shipped_configuration_is_priced(config):
         assert totals["unmeasured"] == 0, [j["rule"] for j in plan["jobs"] if j["status"] == "unmeasured"]
         assert {job["device"] for job in plan["jobs"]} == {"cpu"}
         assert 0 < totals["critical_path_s"] <= totals["wall_s"] <= totals["cpu_hours"] * 3600
-    else:  # generated at paper scale: the measured modules' rates, the others' extrapolated from them
+    else:  # generated at paper scale: every (split, module) priced from its own fit (results/benchmarks/data/)
         data = [j for j in plan["jobs"] if j["rule"] == "data"]
-        assert {j["status"] for j in data} == {"measured", "extrapolated"} and len(data) == 239
+        assert {j["status"] for j in data} == {"measured"} and len(data) == 239
+        assert max(j["wall_s"] for j in data) <= 3600  # each in about an hour, on the CPUs the plan gives it
+        assert totals["cpu_hours"] is None and totals["cpu_unmeasured"] > 0  # release-sized jobs: unknown, said so
 
 
 def test_the_table_names_each_rule_and_the_totals():
