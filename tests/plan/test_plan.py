@@ -91,3 +91,13 @@ def test_wall_time_lies_between_the_critical_path_and_all_the_work(tmp_path):
     work = sum(p.estimate.seconds or 0 for p in plan.jobs)
     assert plan.critical_path_s <= plan.wall_s <= work
     assert plan.cores == 2 and plan.wall_s >= work / 2
+
+
+def test_an_unpriced_job_requests_its_partitions_limit_where_one_is_set(tmp_path):
+    params = load_default_params()
+    params["cluster"]["train"].update(runtime=None, device="h100")
+    plan = make_plan(params, measurements=load_measurements(tmp_path))  # nothing measured
+    assert _train_job(plan).runtime is None  # no limit: nothing to request (a SLURM submission stops)
+    params["cluster"]["train"]["time_limit"] = 240
+    planned = _train_job(make_plan(params, measurements=load_measurements(tmp_path)))
+    assert planned.runtime == 240 and planned.runtime_source == "cluster.train.time_limit (unpriced)"

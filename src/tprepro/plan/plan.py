@@ -97,8 +97,9 @@ def slurm_runtime(params: dict, job: Job, work_: Work, seconds: float | None) ->
     limit = family.get("time_limit")
     if family["runtime"] is not None:
         runtime, source = family["runtime"], f"params cluster.{job.family}.runtime"
-    elif seconds is None:
-        return None, "not set, and unpriced", 1, ""
+    elif seconds is None:  # unpriced: the partition's limit where one is set, else nothing to request
+        return (limit, f"cluster.{job.family}.time_limit (unpriced)", 1, "") if limit is not None \
+            else (None, "not set, and unpriced", 1, "")
     else:
         runtime = max(MIN_RUNTIME, math.ceil(seconds * MARGIN / 60))
         source = f"{MARGIN} x estimate"
