@@ -53,11 +53,11 @@ class Plan:
     critical_path: list[str]
     wall_s: float
     measurements: list[str] = field(default_factory=list)  # the files used
-    unmeasured_on_path: bool = False  # an unmeasured job could lie on the critical path (priced as 0 s)
 
     def totals(self) -> dict:
-        """Sums over the jobs. An hours total that would leave an unmeasured job out is None (unknown), and
-        the count of those jobs is beside it (gpu_unmeasured, cpu_unmeasured)."""
+        """Sums over the jobs. A total that would leave an unmeasured job out is None (unknown), with the
+        count of those jobs beside it; the wall time and critical path of the priced jobs (an unmeasured
+        job counted as 0 s) are kept apart as priced_*."""
         priced = [p for p in self.jobs if p.estimate.seconds is not None]
         unmeasured = lambda on_gpu: sum(p.estimate.seconds is None and (p.device != CPU) == on_gpu  # noqa: E731
                                         for p in self.jobs)
@@ -67,12 +67,11 @@ class Plan:
                 "extrapolated": sum(p.estimate.status == "extrapolated" for p in self.jobs),
                 "gpu_hours": hours(True), "gpu_unmeasured": unmeasured(True),
                 "cpu_hours": hours(False), "cpu_unmeasured": unmeasured(False),
-                "priced_hours": sum(p.estimate.seconds for p in priced) / 3600,
                 "disk_bytes": sum(p.estimate.disk_bytes or 0 for p in self.jobs),
                 "disk_unknown": sum(p.estimate.disk_bytes is None and p.work.kind in ("generate", "train")
                                     for p in self.jobs),
                 "requeued": sum(p.segments > 1 for p in self.jobs),
-                "critical_path_s": self.critical_path_s if not self.unmeasured_on_path else None,
+                "critical_path_s": self.critical_path_s if len(priced) == len(self.jobs) else None,
                 "wall_s": self.wall_s if len(priced) == len(self.jobs) else None,
                 "priced_critical_path_s": self.critical_path_s, "priced_wall_s": self.wall_s,
                 "longest_data_job_s": max((p.wall_s for p in priced if p.work.kind == "generate"), default=None)}
@@ -167,9 +166,7 @@ def make_plan(params: dict, params_path: str = "params.yaml", device: str | None
                     {"gpu": gpus, "cpu": cores})
     used = sorted({t.path for t in measurements.throughput.values()} | {r.path for r in measurements.stage_rates.values()}
                   | {r.path for r in measurements.data_rates.values()})
-    # an unmeasured job counts 0 s above: with any, the wall time and critical path are those of the priced jobs
-    return Plan(str(params_path), device, gpus, cores, planned, path_s, [job.name for job in path], wall, used,
-                unmeasured_on_path=any(p.estimate.seconds is None for p in planned))
+    return Plan(str(params_path), device, gpus, cores, planned, path_s, [job.name for job in path], wall, used)
 
 
 def planned_job(params: dict, stage: str, wildcards: dict) -> PlannedJob:

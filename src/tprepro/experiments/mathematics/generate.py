@@ -15,8 +15,8 @@ import contextlib
 import hashlib
 import importlib
 import itertools
-import multiprocessing
 import math
+import multiprocessing
 import multiprocessing.forkserver
 import os
 import random
