@@ -146,11 +146,11 @@ EXPERIMENT = Experiment(
                     "children.py"),
               params=("data",),
               dvc=(DvcStage("tprepro data --split ${item.split} --module ${item.module} "
-                            "--out data/mathematics/${item.split}/${item.module}",
+                            "--out data/mathematics/${item.split}/${item.module} --processes auto",
                             matrix={"split": (*TRAIN_SPLITS, INTERPOLATE), "module": "${grid.modules}"},
                             outs=("data/mathematics/${item.split}/${item.module}",)),
                    DvcStage("tprepro data --split extrapolate --module ${item} "
-                            f"--out {EXTRAPOLATION}/${{item}}",
+                            f"--out {EXTRAPOLATION}/${{item}} --processes auto",
                             name="data_extrapolate", foreach="${grid.extrapolation_modules}",
                             outs=(f"{EXTRAPOLATION}/${{item}}",)))),
         Stage("split-index", "index one split's module datasets (rows, manifest SHA-256) for the stages reading it",
