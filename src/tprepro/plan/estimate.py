@@ -78,7 +78,7 @@ def _neighbour(measurements: Measurements, kind: str, stage: str, work: Work):
 
 
 def _fitted_data_job(measurements: Measurements, kind: str, work: Work) -> tuple[float, str] | None:
-    """(seconds, source) of a Mathematics data job from its (split, module)'s fit at two sizes, or None."""
+    """(seconds, source) of a Mathematics data job from its (split, module)'s fit, or None."""
     rates = measurements.data_rates.get(kind)
     if work.kind != "generate" or work.module is None or rates is None:
         return None
@@ -86,7 +86,8 @@ def _fitted_data_job(measurements: Measurements, kind: str, work: Work) -> tuple
     if fit is None:
         return None
     sizes = " and ".join(f"{size:,}" for size in fit.sizes)
-    return fit.seconds(work.items), f"its (split, module)'s data jobs at {sizes} problems on {kind} ({rates.commit}, {rates.date})"
+    source = f"its (split, module)'s data jobs at {sizes} problems on {kind} ({rates.commit}, {rates.date})"
+    return fit.seconds(work.items), source
 
 
 def estimate(measurements: Measurements, kind: str, stage: str, work: Work) -> Estimate:
