@@ -23,6 +23,7 @@ import datetime
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -53,7 +54,7 @@ def measure(params_path: str, times: Path, tprepro: str) -> None:
             out = Path(scratch) / split / module
             subprocess.run(["bash", str(TIMED), "data", "--params", params_path, "--split", split, "--module", module,
                             "--out", str(out), "--processes", "1"], env=env, check=True, stdout=subprocess.DEVNULL)
-            subprocess.run(["rm", "-rf", str(out)], check=True)
+            shutil.rmtree(out)
             print(f"{number}/{len(jobs)} {split}/{module}", flush=True)
 
 
