@@ -10,7 +10,7 @@ from helpers import load_default_params
 from plan_kit import write_data_rates, write_stage_rates
 from tprepro.errors import TpreproError
 from tprepro.plan.plan import DATA_JOB_TARGET_S, make_plan
-from tprepro.plan.speeds import load_measurements, read_data_rates
+from tprepro.plan.speeds import load_measurements
 
 
 def _data_jobs(plan):
@@ -85,4 +85,17 @@ def test_a_bad_data_rates_file_is_refused_naming_the_key(tmp_path, edit, message
     edit(data)
     path.write_text(json.dumps(data))
     with pytest.raises(TpreproError, match=message):
-        read_data_rates(path)
+        load_measurements(tmp_path)
+
+
+def test_a_bad_entry_never_replaces_a_good_file(tmp_path):
+    from tprepro.plan.speeds import stage_rates_path, update_stage_rate
+
+    path = write_stage_rates(tmp_path, "cpu", {"vocab": {"fixed_s": 2.0, "seconds_per_item": 3e-6}})
+    update_stage_rate("cpu", "vocab", {"fixed_s": 2.1, "seconds_per_item": 3.1e-6}, root=tmp_path)
+    assert load_measurements(tmp_path).stage_rates["cpu"].rate("vocab", None).seconds_per_item == 3.1e-6
+    before = path.read_bytes()
+    with pytest.raises(TpreproError, match="stages.vocab"):
+        update_stage_rate("cpu", "vocab", {"fixed_s": -1.0}, root=tmp_path)
+    assert path.read_bytes() == before and path == stage_rates_path("cpu", tmp_path)
+    assert [p.name for p in path.parent.iterdir()] == ["cpu.json"]  # no temporary file left

@@ -133,6 +133,15 @@ def read_stage_rates(path: Path) -> StageRates:
                       str(path))
 
 
+def _write_checked(path: Path, body: dict, reader) -> None:
+    """Write `body` as JSON to `path` only if `reader` accepts it: a bad measurement never replaces a good one."""
+    from tprepro.io import atomic_path
+
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(body, indent=1) + "\n", encoding="utf-8")
+        reader(tmp)
+
+
 def stage_rates_path(kind: str, root: Path = BENCHMARKS) -> Path:
     return root / "stages" / f"{kind}.json"
 
@@ -140,13 +149,10 @@ def stage_rates_path(kind: str, root: Path = BENCHMARKS) -> Path:
 def update_stage_rate(kind: str, stage: str, entry: dict, root: Path = BENCHMARKS) -> Path:
     """Replace one stage's entry of the stage rates of `kind` (a stage measured apart from a pipeline run,
     e.g. at larger sizes), checked as the plan reads it; returns the file."""
-    from tprepro.io import atomic_write_text
-
     path = stage_rates_path(kind, root)
     data = _read(path, STAGE_RATES_SCHEMA)
     data["stages"][stage] = entry
-    atomic_write_text(path, json.dumps(data, indent=2) + "\n")
-    read_stage_rates(path)
+    _write_checked(path, data, read_stage_rates)
     return path
 
 
@@ -182,16 +188,13 @@ def data_rates_path(kind: str, root: Path = BENCHMARKS) -> Path:
 def write_data_rates(rates: dict, *, kind: str, device: str, commit: str, date: str, source: str,
                      root: Path = BENCHMARKS) -> Path:
     """Write the data rates ({"split/module": DataRate}) of device kind `kind`; returns the file written."""
-    from tprepro.io import atomic_write_text
-
     path = data_rates_path(kind, root)
     body = {"schema": DATA_RATES_SCHEMA, "device_kind": kind, "device": device, "commit": commit, "date": date,
             "source": source,
             "jobs": {job: {"fixed_s": round(r.fixed_s, 5), "seconds_per_problem": r.seconds_per_problem,
                            "sizes": list(r.sizes), "cpu_s": list(r.cpu_s)}
                      for job, r in sorted(rates.items())}}
-    atomic_write_text(path, json.dumps(body, indent=1) + "\n")
-    read_data_rates(path)
+    _write_checked(path, body, read_data_rates)
     return path
 
 
@@ -205,8 +208,6 @@ def read_data_rates(path: Path) -> DataRates:
     for key in ("device_kind", "device", "commit", "date", "source"):
         if not isinstance(data.get(key), str):
             raise TpreproError(f"{path}: {key}: expected a string, got {data.get(key)!r}")
-    if path.stem != data["device_kind"]:
-        raise TpreproError(f"{path}: device_kind {data['device_kind']!r}: the file must be data/<device_kind>.json")
     jobs = data.get("jobs")
     if not isinstance(jobs, dict):
         raise TpreproError(f"{path}: jobs: expected a mapping of split/module -> rates")
@@ -248,5 +249,10 @@ def load_measurements(root: Path = BENCHMARKS) -> Measurements:
         if path.stem != measured.device_kind:
             raise TpreproError(f"{path}: device_kind {measured.device_kind!r}: the file must be <device_kind>.json")
         rates[measured.device_kind] = measured
-    data = {rates.device_kind: rates for rates in map(read_data_rates, sorted((root / "data").glob("*.json")))}
+    data = {}
+    for path in sorted((root / "data").glob("*.json")):
+        measured = read_data_rates(path)
+        if path.stem != measured.device_kind:
+            raise TpreproError(f"{path}: device_kind {measured.device_kind!r}: the file must be data/<device_kind>.json")
+        data[measured.device_kind] = measured
     return Measurements(throughput, rates, data, variants)
