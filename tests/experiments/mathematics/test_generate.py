@@ -344,7 +344,9 @@ def test_a_signalled_data_job_leaves_no_generator_worker(generate_python, tmp_pa
     code = "import json, sys; from pathlib import Path; from tprepro.experiments.mathematics.data_stage import " \
            "run_data_stage as r; r('train-hard', 'probability__swr_p_level_set', Path(sys.argv[1]), json.loads(sys.argv[2]))"
     job = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "out"), json.dumps(config)],
-                           env={**os.environ, "TPREPRO_GENERATE_PYTHON": generate_python}, stderr=subprocess.PIPE)
+                           env={**os.environ, "TPREPRO_GENERATE_PYTHON": generate_python}, stderr=subprocess.PIPE,
+                           # as from a terminal: pytest-xdist's workers ignore SIGINT, and a child would inherit that
+                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     below: set[int] = set()
     try:
         deadline = time.monotonic() + 60
