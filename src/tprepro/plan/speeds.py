@@ -163,8 +163,8 @@ class DataRate:
 
     fixed_s: float
     seconds_per_problem: float
-    sizes: tuple[int, int]
-    cpu_s: tuple[float, float]
+    sizes: tuple[int, ...]  # problems per measured job
+    cpu_s: tuple[float, ...]  # its CPU seconds
 
     def seconds(self, problems: int) -> float:
         return self.fixed_s + self.seconds_per_problem * problems
