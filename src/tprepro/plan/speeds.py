@@ -114,11 +114,16 @@ def read_throughput(path: Path) -> Throughput:
                       None if decode is None else float(decode), str(path), variant)
 
 
-def read_stage_rates(path: Path) -> StageRates:
-    data = _read(path, STAGE_RATES_SCHEMA)
+def _check_provenance(data: dict, path: Path) -> None:
+    """A measurement file's provenance keys are strings, else an error naming the file and the key."""
     for key in ("device_kind", "device", "commit", "date", "source"):
         if not isinstance(data.get(key), str):
             raise TpreproError(f"{path}: {key}: expected a string, got {data.get(key)!r}")
+
+
+def read_stage_rates(path: Path) -> StageRates:
+    data = _read(path, STAGE_RATES_SCHEMA)
+    _check_provenance(data, path)
     stages = data.get("stages")
     if not isinstance(stages, dict):
         raise TpreproError(f"{path}: stages: expected a mapping of stage -> rates")
@@ -126,8 +131,8 @@ def read_stage_rates(path: Path) -> StageRates:
         numbers = [entry.get("fixed_s"), entry.get("seconds_per_item", 0.0), *entry.get("per_preset", {}).values(),
                    *entry.get("per_module", {}).values()] \
             if isinstance(entry, dict) else [None]
-        if not all(isinstance(n, (int, float)) and n >= 0 for n in numbers):
-            raise TpreproError(f"{path}: stages.{stage}: expected fixed_s and seconds_per_item (or per_preset), "
+        if not all(_non_negative(n) for n in numbers):
+            raise TpreproError(f"{path}: stages.{stage}: expected fixed_s and seconds_per_item (or per_preset), finite "
                                f"non-negative numbers, got {entry!r}")
     return StageRates(data["device_kind"], data["device"], data["commit"], data["date"], data["source"], stages,
                       str(path))
@@ -205,9 +210,7 @@ def _non_negative(value) -> bool:
 def read_data_rates(path: Path) -> DataRates:
     """One data-rates file, checked: an error names the file and the key."""
     data = _read(path, DATA_RATES_SCHEMA)
-    for key in ("device_kind", "device", "commit", "date", "source"):
-        if not isinstance(data.get(key), str):
-            raise TpreproError(f"{path}: {key}: expected a string, got {data.get(key)!r}")
+    _check_provenance(data, path)
     jobs = data.get("jobs")
     if not isinstance(jobs, dict):
         raise TpreproError(f"{path}: jobs: expected a mapping of split/module -> rates")
