@@ -27,6 +27,8 @@ from tprepro.experiments.mathematics.modules import TRAIN_SPLITS
 from tprepro.params import load_params
 from tprepro.plan.speeds import BENCHMARKS, update_stage_rate
 
+from data_rates import fit  # the same least squares as the data jobs' (benchmarks/ is the script's folder)
+
 TIMED = Path(__file__).resolve().parent / "timed_tprepro.sh"
 
 
@@ -79,14 +81,11 @@ def main() -> int:
             seconds = timed_vocab(args.params, Path(scratch), Path(scratch) / "times.jsonl", args.tprepro)
         points.append((rows, seconds))
         print(f"{rows:>14,} {seconds:>8.2f}", flush=True)
-    n = len(points)
-    mean_x, mean_y = sum(x for x, _ in points) / n, sum(y for _, y in points) / n
-    rate = sum((x - mean_x) * (y - mean_y) for x, y in points) / sum((x - mean_x) ** 2 for x, _ in points)
-    fixed = mean_y - rate * mean_x
-    print(f"fixed {fixed:.2f} s + {rate * 1e6:.3f} us per problem read")
+    line = fit(points)
+    print(f"fixed {line.fixed_s:.2f} s + {line.seconds_per_problem * 1e6:.3f} us per problem read")
     out = update_stage_rate(args.kind, "vocab", {
-        "item": "problems read", "fixed_s": round(max(fixed, 0.0), 3), "seconds_per_item": rate,
-        "jobs": n, "fit": {"problems": [x for x, _ in points], "cpu_s": [round(y, 3) for _, y in points],
+        "item": "problems read", "fixed_s": round(line.fixed_s, 3), "seconds_per_item": line.seconds_per_problem,
+        "jobs": len(points), "fit": {"problems": [x for x, _ in points], "cpu_s": [round(y, 3) for _, y in points],
                            "commit": args.commit, "date": datetime.date.today().isoformat(),
                            "by": "benchmarks/vocab_rate.py"}}, root=args.root)
     print(f"wrote {out}")

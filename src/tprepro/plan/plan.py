@@ -35,11 +35,14 @@ class PlannedJob:
 
     @property
     def wall_s(self) -> float | None:
-        """Its seconds from start to end: the estimate (CPU seconds) shared by its processes, whole shards each."""
-        seconds, shards = self.estimate.seconds, self.work.shards
-        if seconds is None or self.cpus == 1 or not shards:
-            return seconds
-        return seconds / shards * math.ceil(shards / self.cpus)
+        return wall_seconds(self.estimate.seconds, self.work, self.cpus)
+
+
+def wall_seconds(seconds: float | None, work_: Work, cpus: int) -> float | None:
+    """A job's seconds from start to end: its CPU seconds shared by its processes, whole shards each."""
+    if seconds is None or cpus == 1 or not work_.shards:
+        return seconds
+    return seconds / work_.shards * math.ceil(work_.shards / cpus)
 
 
 @dataclass
@@ -154,8 +157,7 @@ def make_plan(params: dict, params_path: str = "params.yaml", device: str | None
         kind = job_device(params, job, device)
         guess = estimate(measurements, kind, job.stage, done)
         cpus = job_cpus(params, job, done, guess.seconds)
-        wall = PlannedJob(job, done, kind, guess, None, "", cpus=cpus).wall_s
-        runtime, source, segments, note = slurm_runtime(params, job, done, wall)
+        runtime, source, segments, note = slurm_runtime(params, job, done, wall_seconds(guess.seconds, done, cpus))
         planned.append(PlannedJob(job, done, kind, guess, runtime, source, segments, note, cpus))
     seconds = {p.job: p.wall_s or 0.0 for p in planned}
     kinds = {p.job: p.device for p in planned}
