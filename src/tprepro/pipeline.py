@@ -167,7 +167,7 @@ def train_model(run: TrainingRun) -> dict:
     if trainer.finished is not None and learning_curve is not None:  # trained before, outputs lost: re-create
         learning_curve.export_curve()
     trainer.export(out / MODEL_FILE)
-    trainer.world.close()
+    trainer.close()
     if not trainer.world.is_main:  # data-parallel rank > 0: rank 0 reports
         return summary
     summary.update(model=name, seed=seed, mlflow_run_id=job.extra.get("mlflow_run_id"),

@@ -479,3 +479,11 @@ class Trainer:
             },
             path,
         )
+
+    def close(self) -> None:
+        """Leave the process group. The DDP wrapper goes first: its reducer holds the group, and a group freed
+        from the reducer joins gloo's worker threads while holding the GIL, which deadlocks when a worker is
+        still freeing a collective's Python tensors (seen with torch 2.13: a rank that returns at once hung).
+        Freed through torch's own handle instead, the group releases the GIL before it joins."""
+        self.net = self.model
+        self.world.close()
