@@ -51,7 +51,7 @@ def _measured(measurements: Measurements, kind: str, stage: str, work: Work, pre
     rates = measurements.stage_rates.get(kind)
     rate = rates.rate(stage, preset if work.kind in ("train", "decode") else None) if rates else None
     if rate is not None:
-        return rate.fixed_s, rate.seconds_per_item, f"{stage} in a pipeline run on {kind} ({rates.commit}, {rates.date})"
+        return rate.fixed_s, rate.seconds_per_item, rates.measured_by(stage)
     benchmark = measurements.throughput.get((kind, preset)) if work.kind in ("train", "decode") else None
     speed = None if benchmark is None else (
         benchmark.samples_per_s if work.kind == "train" else benchmark.decode_problems_per_s)
@@ -117,7 +117,7 @@ def estimate(measurements: Measurements, kind: str, stage: str, work: Work) -> E
             what = f"module {work.module}" if work.module and rates and stage in rates.stages else f"{stage} job"
             return Estimate(None, f"unmeasured: no {what} measured on {kind}", disk)
         seconds = rate.fixed_s + rate.seconds_per_item * (work.items or 0)
-        return Estimate(seconds, f"{stage} in a pipeline run on {kind} ({rates.commit}, {rates.date})", disk)
+        return Estimate(seconds, rates.measured_by(stage), disk)
     measured = _measured(measurements, kind, stage, work, work.preset)
     if measured is not None:
         fixed, per_item, source = measured

@@ -58,6 +58,14 @@ class StageRates:
     stages: dict  # stage -> {"fixed_s", "seconds_per_item"}, or {"fixed_s", "per_preset" (or "per_module"): {name: seconds_per_item}}
     path: str
 
+    def measured_by(self, stage: str) -> str:
+        """Where `stage`'s numbers come from: the pipeline run the file records, or the benchmark that fitted
+        the stage apart at several sizes (its entry's `fit`)."""
+        fit = self.stages.get(stage, {}).get("fit")
+        if fit is None:
+            return f"{stage} in a pipeline run on {self.device_kind} ({self.commit}, {self.date})"
+        return f"{stage} fitted at {len(set(fit['problems']))} sizes by {fit['by']} on {self.device_kind} ({fit['commit']}, {fit['date']})"
+
     def rate(self, stage: str, preset: str | None, module: str | None = None) -> StageRate | None:
         """Stage `stage`'s rate (for `preset`, where its jobs run a model; for `module`, where its rate was
         measured per Mathematics module), None if not measured."""

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tprepro.experiments.mathematics import data_stage as stage, modules
+from tprepro.data.resume import resume_folder
 from tprepro.data.shards import SCHEMA, iter_rows, open_dataset, shard_name, write_manifest, write_shard
 from tprepro.experiments.mathematics.data_stage import run_data_stage
 from tprepro.errors import TpreproError
@@ -187,20 +188,41 @@ def test_worker_refuses_random_hash_seed(generate_python):
     assert "PYTHONHASHSEED=0" in result.stderr
 
 
+GENERATE = """
+    import sys
+    from pathlib import Path
+    import tprepro.experiments.mathematics.generate as g
+    g.generate_dataset("train-easy", "arithmetic__add_or_sub", Path(sys.argv[1]), seed=int(sys.argv[2]),
+                       count=int(sys.argv[3]), rows_per_shard=10, processes=2)
+"""
+
+
+def _generate(generate_python, out: Path, seed: int = 1, count: int = 30) -> subprocess.CompletedProcess:
+    result = _run_python(generate_python, GENERATE, out, seed, count)
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+def _kept(out: Path) -> list[str]:
+    """The shards an interrupted job writing `out` kept (their records)."""
+    return sorted(p.name for p in resume_folder(out).glob("*.json") if p.name != "job.json")
+
+
 @pytest.mark.parametrize("existing", [False, True])
-def test_interrupted_run_leaves_nothing(generate_python, tmp_path, existing):
+def test_an_interrupted_run_keeps_its_finished_shards_and_a_rerun_makes_only_the_rest(generate_python, tmp_path,
+                                                                                      existing):
     out = tmp_path / "out"
     if existing:
         row = {"question": "q", "answer": "a", "module": "m", "split": "s", "difficulty": "d"}
         write_shard([row], out / shard_name(0))
         write_manifest(out, [out / shard_name(0)])
     before = _files(out) if existing else None
-    code = """
+    result = _run_python(generate_python, """
         import sys
         from pathlib import Path
-        import tprepro.data.shards as shards
+        import tprepro.data.resume as resume
         import tprepro.experiments.mathematics.generate as g
-        real, calls = shards.write_shard, []
+        real, calls = resume.write_shard, []
 
         def flaky(rows, path, schema):
             calls.append(path)
@@ -208,15 +230,58 @@ def test_interrupted_run_leaves_nothing(generate_python, tmp_path, existing):
                 raise RuntimeError("simulated crash")
             real(rows, path, schema)
 
-        shards.write_shard = flaky
+        resume.write_shard = flaky
         g.generate_dataset("train-easy", "arithmetic__add_or_sub", Path(sys.argv[1]),
                            seed=1, count=30, rows_per_shard=10, processes=2)
-    """
-    result = _run_python(generate_python, code, out)
+    """, out)
     assert result.returncode != 0 and "simulated crash" in result.stderr
-    assert sorted(p.name for p in tmp_path.iterdir()) == (["out"] if existing else [])
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".out.resume", *(["out"] if existing else [])]
     if existing:
-        assert _files(out) == before
+        assert _files(out) == before  # the finished output is untouched
+    assert len(_kept(out)) == 1
+    rerun = _generate(generate_python, out)
+    assert "1 of 3 shards kept from an interrupted earlier run" in rerun.stderr
+    _generate(generate_python, tmp_path / "uninterrupted")
+    assert _files(out) == _files(tmp_path / "uninterrupted")
+    assert not resume_folder(out).exists()
+
+
+def test_kept_shards_of_other_settings_or_with_other_bytes_are_made_again(generate_python, tmp_path):
+    out, reference = tmp_path / "out", tmp_path / "reference"
+    _generate(generate_python, reference, seed=2)
+    kept = resume_folder(out)
+    kept.mkdir()
+    (kept / "job.json").write_text(json.dumps({"seed": 1}))  # another job's folder: discarded
+    write_shard([{"question": "q", "answer": "a", "module": "m", "split": "s", "difficulty": "d"}], kept / shard_name(0))
+    (kept / shard_name(0)).with_suffix(".json").write_text(json.dumps({"index": 0, "sha256": "0" * 64, "notes": {"errors": 0}}))
+    result = _generate(generate_python, out, seed=2)
+    assert "kept from an interrupted" not in result.stderr
+    assert _files(out) == _files(reference)
+
+
+@pytest.mark.slow
+def test_a_data_job_killed_with_sigkill_resumes_to_the_same_bytes(generate_python, tmp_path):
+    """kill -9 of the job (its generator workers follow it) mid-run; one kept shard is then truncated: the rerun
+    makes that one and the unfinished ones, and the dataset is the uninterrupted run's, byte for byte."""
+    out, count = tmp_path / "out", 400
+    job = subprocess.Popen([generate_python, "-c", textwrap.dedent(GENERATE), str(out), "1", str(count)],
+                           env={**os.environ, "PYTHONPATH": str(SRC)}, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while len(_kept(out)) < 4 and time.monotonic() < deadline and job.poll() is None:
+            time.sleep(0.05)
+        os.killpg(job.pid, signal.SIGKILL)
+    finally:
+        job.wait()
+    kept = _kept(out)
+    assert 4 <= len(kept) < count // 10, kept
+    assert not out.exists()
+    damaged = resume_folder(out) / kept[0].replace(".json", ".parquet")
+    damaged.write_bytes(damaged.read_bytes()[:100])
+    rerun = _generate(generate_python, out, count=count)
+    assert f"{len(kept) - 1} of {count // 10} shards kept" in rerun.stderr
+    _generate(generate_python, tmp_path / "uninterrupted", count=count)
+    assert _files(out) == _files(tmp_path / "uninterrupted")
 
 
 def test_unknown_module_or_split(tmp_path):

@@ -4,9 +4,10 @@ Runs only in the generation environment (mathematics_dataset 1.0.1, sympy 1.4);
 the package is imported lazily, inside worker processes only.
 
 Each shard is sampled from its own seed, derived with sha256 from (seed, split,
-module, shard index), in a freshly forked worker, and the shards are written in
-order by the parent. The output bytes are therefore the same for every process
-count and every PYTHONHASHSEED of the caller (see the determinism section).
+module, shard index), in a freshly forked worker; the parent keeps each shard as it
+completes and writes the dataset in shard order. The output bytes are therefore the
+same for every process count, every PYTHONHASHSEED of the caller (see the
+determinism section) and every interruption a rerun resumed from.
 """
 
 from __future__ import annotations
@@ -24,12 +25,13 @@ import select
 import sys
 import threading
 import traceback
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE, TRAIN_SPLITS, difficulty_of, validate_module
+from tprepro.data.resume import FinishedShards
 from tprepro.data.shards import write_dataset
 from tprepro.errors import TpreproError
 
@@ -284,7 +286,8 @@ def generate_dataset(
 ) -> None:
     """Generate `count` problems of (split, module) into the dataset directory `out`.
 
-    Built in a temporary directory and swapped in only when complete. The manifest's
+    Each shard is kept as it is made (tprepro.data.resume: a rerun after a kill makes only the rest); the
+    dataset is built from them in a temporary directory and swapped in only when complete. The manifest's
     `generator_errors` lists each shard's draws dropped because the generator raised.
     """
     validate_module(split, module)
@@ -295,20 +298,28 @@ def generate_dataset(
     difficulty = difficulty_of(split)
     tasks = [(split, module, seed, i, n, errors_allowed(n, error_rate))
              for i, n in enumerate(shard_sizes(count, rows_per_shard))]
-    errors: list[int] = []
-
-    def rows_of(shard: Shard) -> list[dict]:
-        errors.append(shard.errors)
-        return [{"question": q, "answer": a, "module": module, "split": split, "difficulty": difficulty}
-                for q, a in shard.pairs]
-
-    executor = _executor(min(processes, len(tasks)))
-    try:
-        shards = (rows_of(shard) for shard in executor.map(_generate_shard, tasks))
-        write_dataset(Path(out), shards, split=split, module=module, seed=seed, source="generate",
-                      generator=GENERATOR, generator_errors=lambda: list(errors))
-    finally:
-        executor.shutdown(wait=True, cancel_futures=True)
+    identity = {"split": split, "module": module, "seed": seed, "count": count, "rows_per_shard": rows_per_shard,
+                "error_rate": error_rate, "generator": GENERATOR}
+    finished = FinishedShards(Path(out), identity)
+    todo = [task for task in tasks if task[3] not in finished.open()]
+    if len(todo) < len(tasks):
+        print(f"{split}/{module}: {len(tasks) - len(todo)} of {len(tasks)} shards kept from an interrupted earlier "
+              f"run ({finished.path})", file=sys.stderr, flush=True)
+    if todo:
+        executor = _executor(min(processes, len(todo)))
+        try:
+            index_of = {executor.submit(_generate_shard, task): task[3] for task in todo}
+            for future in as_completed(index_of):  # each shard is kept as soon as it is made
+                shard = future.result()
+                finished.save(index_of[future], [{"question": q, "answer": a, "module": module, "split": split,
+                                                  "difficulty": difficulty} for q, a in shard.pairs],
+                              errors=shard.errors)
+        finally:
+            executor.shutdown(wait=True, cancel_futures=True)
+    errors = [finished.notes[i]["errors"] for i in range(len(tasks))]
+    write_dataset(Path(out), finished.rows(len(tasks)), split=split, module=module, seed=seed, source="generate",
+                  generator=GENERATOR, generator_errors=errors)
+    finished.remove()
     if any(errors):
         print(f"{split}/{module}: {sum(errors)} draws dropped because the generator raised "
               f"(per shard: {errors}; at most {errors_allowed(rows_per_shard, error_rate)} allowed per shard)",
