@@ -91,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--commit", required=True)
     parser.add_argument("--source", required=True, help="what ran: command, params, machine load")
     parser.add_argument("--device-kind", default="cpu")
-    parser.add_argument("--out", default=None, help="default: results/benchmarks/stages/<device-kind>.json")
+    parser.add_argument("--root", type=Path, default=None,
+                        help="measurements folder: writes <root>/stages/<device-kind>.json (default results/benchmarks)")
     parser.add_argument("--also", action="append", default=[], metavar="PARAMS=TIMES",
                         help="another run's records at other sizes (the rehearsal, say): its jobs that read data "
                              "(vocab) join their stage's fit, so it is fitted at two sizes; its other jobs are left "
@@ -100,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from tprepro.experiments import experiments
     from tprepro.params import load_params
-    from tprepro.plan.speeds import stage_rates_path
+    from tprepro.plan.speeds import BENCHMARKS, write_stage_rates
 
     experiments()
     params = load_params(args.params)
@@ -150,12 +151,10 @@ def main(argv: list[str] | None = None) -> int:
             sizes = [sum(folder_bytes(Path(args.run_dir) / out) for out in job.outputs) / done.items
                      for job, done, _ in mine]
             stages[stage]["bytes_per_item"] = round(statistics.median(sizes), 1)
-    record = {"schema": "tprepro.stage_rates/1", "device_kind": args.device_kind, "device": cpu_name(),
+    record = {"device_kind": args.device_kind, "device": cpu_name(),
               "commit": args.commit, "date": datetime.date.today().isoformat(), "source": args.source,
               "seconds": "CPU seconds (user + system) per job", "startup_s": round(startup, 3), "stages": stages}
-    out = Path(args.out) if args.out else stage_rates_path(args.device_kind)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(record, indent=2) + "\n")
+    out = write_stage_rates(record, args.root or BENCHMARKS)
     print(f"{len(measured)} jobs, {len(stages)} stages -> {out}")
     return 0
 

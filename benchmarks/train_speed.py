@@ -52,16 +52,14 @@ from tprepro.data.vocab import build_vocab  # noqa: E402
 from tprepro.evaluate.evaluate import predict_ids  # noqa: E402
 from tprepro.experiments.mathematics.modules import TRAIN_MODULES  # noqa: E402
 from tprepro.experiments.two_variable.data import write_two_variable  # noqa: E402
-from tprepro.io import atomic_write_text  # noqa: E402
 from tprepro.models.registry import resolve_model_config  # noqa: E402
 from tprepro.params import TrainConfig, load_params  # noqa: E402
-from tprepro.plan.speeds import throughput_path  # noqa: E402
+from tprepro.plan.speeds import THROUGHPUT_SCHEMA, write_throughput  # noqa: E402
 from tprepro.train.callbacks import Callback  # noqa: E402
 from tprepro.train.throughput import synchronize  # noqa: E402
 from tprepro.train.trainer import Trainer, TrainJob  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-SCHEMA = "tprepro.throughput/1"
 PAPER_EVALUATION = 10_000 * 71  # problems: Schlag et al. score 10,000 per module split, 71 splits
 PRESETS = {"mathematics": ["transformer_paper", "tp_transformer_paper"], "two_variable": ["wangperawong_ut"]}
 
@@ -157,7 +155,7 @@ def measure(preset: str, files, vocab, questions: list[str], args, cache_dir: Pa
     at_100 = next((w["at_s"] for w in windows.logged if w["step"] >= 100), None)
     real_per_sample = statistics.fmean(w["tokens_per_s"] / w["samples_per_s"] for w in steady)
     result = {
-        "schema": SCHEMA, "preset": preset, "arch": job.model.arch, "device_kind": device_kind(trainer.device),
+        "schema": THROUGHPUT_SCHEMA, "preset": preset, "arch": job.model.arch, "device_kind": device_kind(trainer.device),
         "device": torch.cuda.get_device_name(trainer.device) if trainer.device.type == "cuda" else "cpu",
         "torch": torch.__version__, "commit": commit(), "date": time.strftime("%Y-%m-%d", time.gmtime()),
         "batch_size": config.batch_size, "precision": "bf16" if trainer.amp else "fp32", "compile": trainer.compiled,
@@ -262,9 +260,7 @@ def main(argv=None) -> list[dict]:
             result = measure(preset, files, vocab, questions, args, work)
             if args.requeue and result["compile"]:
                 result["seconds_to_first_step_requeued"] = requeue_seconds(preset, args, work)
-            out = throughput_path(args.out_dir, result["device_kind"], preset, "packed" if args.packing else "")
-            out.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(out, json.dumps(result, indent=1) + "\n")
+            out = write_throughput(result, args.out_dir, "packed" if args.packing else "")
             results.append(result)
             print_row(result, header=len(results) == 1)
             print(f"  -> {out}", flush=True)

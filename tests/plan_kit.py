@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 
 def write_throughput(root: Path, device_kind: str, preset: str, samples_per_s: float, **extra) -> Path:
-    """results/benchmarks/throughput/<device_kind>/<preset>.json as benchmarks/train_speed.py writes it."""
+    """results/benchmarks/throughput/<device_kind>/<preset>.json through its owner's writer, as benchmarks/train_speed.py writes it."""
     from tprepro.models.registry import resolve_model_config
 
-    record = {"schema": "tprepro.throughput/1", "preset": preset, "arch": resolve_model_config(preset).arch,
+    from tprepro.plan.speeds import write_throughput as write
+
+    record = {"preset": preset, "arch": resolve_model_config(preset).arch,
               "device_kind": device_kind, "device": f"a {device_kind} for tests", "torch": "2.x",
               "commit": "0000000", "date": "2026-11-27", "batch_size": 64, "precision": "fp32", "compile": False,
               "threads": 1, "steps": 20, "samples_per_s": samples_per_s, "step_s": 64 / samples_per_s,
@@ -18,19 +19,15 @@ def write_throughput(root: Path, device_kind: str, preset: str, samples_per_s: f
               "padding_share": 0.1, "data_wait_share": 0.0, "seconds_to_step_100": None, "recompiles": None,
               "peak_memory_bytes": None, "final_loss": 2.0, "decode_problems_per_s": None,
               "real_tokens_per_sample": 40.0, **extra}
-    path = root / "throughput" / device_kind / f"{preset}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record))
-    return path
+    return write(record, root / "throughput")
 
 
 def write_stage_rates(root: Path, device_kind: str, stages: dict) -> Path:
-    record = {"schema": "tprepro.stage_rates/1", "device_kind": device_kind, "device": "a test CPU",
-              "commit": "0000000", "date": "2026-11-27", "source": "a test", "stages": stages}
-    path = root / "stages" / f"{device_kind}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record))
-    return path
+    """results/benchmarks/stages/<device_kind>.json through its owner's writer."""
+    from tprepro.plan.speeds import write_stage_rates as write
+
+    return write({"device_kind": device_kind, "device": "a test CPU", "commit": "0000000", "date": "2026-11-27",
+                  "source": "a test", "stages": stages}, root)
 
 
 def write_data_rates(root: Path, device_kind: str, jobs: dict) -> Path:

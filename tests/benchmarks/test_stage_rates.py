@@ -12,7 +12,7 @@ import pytest
 
 from helpers import REPO, load_default_params, write_params
 from tprepro.plan.jobs import jobs
-from tprepro.plan.speeds import read_stage_rates
+from tprepro.plan.speeds import read_stage_rates, stage_rates_path
 from tprepro.plan.work import work
 
 
@@ -34,12 +34,11 @@ def test_a_runs_records_become_stage_rates(tmp_path):
             metrics.write_text(json.dumps({"wall_seconds": per_item * done.items}))
     records.append({"argv": ["tables"], "wall_s": 1.0, "cpu_s": 1.0, "status": 1})  # failed: left out
     (tmp_path / "jobs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    out = tmp_path / "results/benchmarks/stages/cpu.json"
     result = subprocess.run([sys.executable, str(REPO / "benchmarks/stage_rates.py"), "--params", "params.yaml",
                              "--times", "jobs.jsonl", "--run-dir", ".", "--commit", "abc1234", "--source", "a test",
-                             "--out", str(out)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+                             "--root", "measured"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
-    rates = read_stage_rates(out)
+    rates = read_stage_rates(stage_rates_path("cpu", tmp_path / "measured"))
     data = rates.stages["data"]  # two sizes (2,000 and 150 problems): fitted; a rate per module
     assert data["fixed_s"] == pytest.approx(2.0)
     assert data["per_module"] == pytest.approx({module: 0.001 for module in

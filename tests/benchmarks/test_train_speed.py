@@ -6,6 +6,7 @@ import sys
 import pytest
 
 from helpers import REPO
+from tprepro.plan.speeds import THROUGHPUT_SCHEMA
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import train_speed  # noqa: E402
@@ -27,7 +28,7 @@ def test_tiny_presets_on_cpu_write_the_schema_plan_reads(tmp_path, generate_pyth
     assert [r["preset"] for r in results] == ["transformer_tiny", "tp_transformer_tiny"]
     for result in results:
         written = json.loads((tmp_path / "out" / "cpu" / f"{result['preset']}.json").read_text())
-        assert FIELDS <= written.keys() and written["schema"] == train_speed.SCHEMA
+        assert FIELDS <= written.keys() and written["schema"] == THROUGHPUT_SCHEMA
         assert written["device_kind"] == "cpu" and written["compile"] is False and written["precision"] == "fp32"
         assert written["samples_per_s"] > 0 and written["step_s"] == pytest.approx(8 / written["samples_per_s"])
         assert 0 < written["mfu_real"] <= written["mfu_padded"] < 1

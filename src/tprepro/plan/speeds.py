@@ -105,21 +105,36 @@ def throughput_path(root: Path, device_kind: str, preset: str, variant: str = ""
 def read_throughput(path: Path) -> Throughput:
     """One throughput file, checked: an error names the file and the key."""
     data = _read(path, THROUGHPUT_SCHEMA)
+    throughput = _checked_throughput(data, path)
+    if throughput_path(Path(), data["device_kind"], data["preset"], throughput.variant) != Path(path.parent.name, path.name):
+        raise TpreproError(f"{path}: holds preset {data['preset']!r} on {data['device_kind']!r}; "
+                           f"the file must be <device_kind>/<preset>.json (or <preset>{VARIANT_SEPARATOR}<variant>.json)")
+    return throughput
+
+
+def _checked_throughput(data: dict, path: Path) -> Throughput:
     for key, kind in _THROUGHPUT_KEYS.items():
         if not isinstance(data.get(key), kind) or isinstance(data.get(key), bool):
             raise TpreproError(f"{path}: {key}: expected {getattr(kind, '__name__', 'a number')}, got {data.get(key)!r}")
     if data["samples_per_s"] <= 0 or data["flops_per_sample"] <= 0:
         raise TpreproError(f"{path}: samples_per_s and flops_per_sample must be positive")
-    variant = path.stem.removeprefix(data["preset"]).removeprefix(VARIANT_SEPARATOR)
-    if throughput_path(Path(), data["device_kind"], data["preset"], variant) != Path(path.parent.name, path.name):
-        raise TpreproError(f"{path}: holds preset {data['preset']!r} on {data['device_kind']!r}; "
-                           f"the file must be <device_kind>/<preset>.json (or <preset>{VARIANT_SEPARATOR}<variant>.json)")
     decode = data.get("decode_problems_per_s")
     if decode is not None and (not isinstance(decode, (int, float)) or decode <= 0):
         raise TpreproError(f"{path}: decode_problems_per_s: expected a positive number or null, got {decode!r}")
+    variant = path.stem.removeprefix(data["preset"]).removeprefix(VARIANT_SEPARATOR)
     return Throughput(data["preset"], data["arch"], data["device_kind"], data["device"], data["commit"], data["date"],
                       data["batch_size"], float(data["samples_per_s"]), float(data["flops_per_sample"]),
                       None if decode is None else float(decode), str(path), variant)
+
+
+def write_throughput(result: dict, root: Path, variant: str = "") -> Path:
+    """A preset's benchmark (schema tprepro.throughput/1, benchmarks/train_speed.py), checked as the plan reads
+    it, to its file (a `variant`: beside the preset's, listed but not priced); returns the file."""
+    path = throughput_path(root, result["device_kind"], result["preset"], variant)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _write_checked(path, {**result, "schema": THROUGHPUT_SCHEMA},
+                   lambda written: _checked_throughput(_read(written, THROUGHPUT_SCHEMA), path))
+    return path
 
 
 def _check_provenance(data: dict, path: Path) -> None:
@@ -157,6 +172,15 @@ def _write_checked(path: Path, body: dict, reader) -> None:
 
 def stage_rates_path(kind: str, root: Path = BENCHMARKS) -> Path:
     return root / "stages" / f"{kind}.json"
+
+
+def write_stage_rates(record: dict, root: Path = BENCHMARKS) -> Path:
+    """A pipeline run's stage rates (schema tprepro.stage_rates/1, benchmarks/stage_rates.py), checked as the plan
+    reads them, to their device kind's file; returns the file."""
+    path = stage_rates_path(record["device_kind"], root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _write_checked(path, {**record, "schema": STAGE_RATES_SCHEMA}, read_stage_rates)
+    return path
 
 
 def update_stage_rate(kind: str, stage: str, entry: dict, root: Path = BENCHMARKS) -> Path:
