@@ -245,31 +245,35 @@ def submits_to_slurm(workflow) -> bool:
     return name in SLURM_EXECUTORS or (name == "dryrun" and workflow.nodes is not None)
 
 
-def cluster_resources(params: dict, family: str, workflow) -> dict:
-    """SLURM resources of one rule family from params `cluster:` (read by the slurm profile's plugin).
+def stage_resources(stage: str, params: dict, workflow) -> dict:
+    """SLURM resources of a job of `stage` from params `cluster:`, the family its Stage declares (read by the
+    slurm profile's plugin).
 
     The partition and GPUs are callables Snakemake evaluates once it has chosen its executor: on a
     workstation they are None, so its job listing shows no SLURM partition or GPU request. A family
-    without a `runtime` gets each job's from `tprepro plan` (tprepro.plan.plan.slurm_runtime), found
-    by the job's stage (its code digest input names it) and wildcards; one without `cpus`, its CPUs
-    (tprepro.plan.plan.job_cpus: a data job's, to finish its shards in about an hour)."""
+    without a `runtime` gets each job's from `tprepro plan` (tprepro.plan.plan.slurm_runtime, by the
+    job's wildcards); one without `cpus`, its CPUs (tprepro.plan.plan.job_cpus: a data job's, to finish
+    its shards in about an hour)."""
+    from tprepro.experiments import stage as registered
+
+    family = registered(stage).family
     job = params["cluster"][family]
     runtime = job["runtime"]
     if runtime is None:
-        def runtime(wildcards, input):
+        def runtime(wildcards):
             from tprepro.plan.plan import runtime_of
 
-            minutes = runtime_of(params, Path(input.code).name.removesuffix(".sha256"), dict(wildcards.items()))
+            minutes = runtime_of(params, stage, dict(wildcards.items()))
             if minutes is None and submits_to_slurm(workflow):
                 raise TpreproError(f"params cluster.{family}.runtime: not set, and `tprepro plan` has no "
                                    "measurement to derive it from for this job (docs/plan.md): set it")
             return minutes
     cpus = job["cpus"]
     if cpus is None:
-        def cpus(wildcards, input):
+        def cpus(wildcards):
             from tprepro.plan.plan import planned_job
 
-            return planned_job(params, Path(input.code).name.removesuffix(".sha256"), dict(wildcards.items())).cpus
+            return planned_job(params, stage, dict(wildcards.items())).cpus
     resources = {"runtime": runtime, "mem_mb": job["mem_mb"], "cpus_per_task": cpus}
 
     def on_slurm(value):

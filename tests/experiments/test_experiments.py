@@ -15,6 +15,11 @@ TOY_CLI = '''"""A toy experiment: one stage that counts to the params' train.ste
 from pathlib import Path
 
 from tprepro.experiments import COMMON, DvcStage, Experiment, Stage, options
+from tprepro.plan.work import Work
+
+
+def _counted(params: dict, item: dict) -> Work:
+    return Work("generate", params["train"]["steps"])
 
 
 def _count(args) -> None:
@@ -27,7 +32,7 @@ EXPERIMENT = Experiment(
     name="toy",
     title="A toy experiment",
     stages=(Stage("toy-count", "write the number of training steps", options(out="the count file"), _count,
-                  code=(*COMMON, "experiments/toy/cli.py"), params=("train.steps",),
+                  code=(*COMMON, "experiments/toy/cli.py"), params=("train.steps",), family="tables", work=_counted,
                   dvc=(DvcStage("tprepro toy-count --out results/toy.txt", results=("results/toy.txt",)),)),),
 )
 '''
@@ -100,6 +105,14 @@ def test_snakemake_plans_the_new_rule_with_its_stage_code_and_params(toy_project
     plan = run(toy_project, sys.executable, "-m", "snakemake", "-n", "-p", "--cores", "1")
     assert "rule toy_count:" in plan and ".snakemake/tprepro/code/toy-count.sha256" in plan
     assert "tprepro toy-count --out results/toy.txt" in plan
+
+
+def test_the_plan_prices_the_new_stages_work_in_its_declared_cluster_family(toy_project):
+    import json
+
+    plan = json.loads(tprepro(toy_project, "plan", "--params", "params.yaml", "--json", "-"))
+    job = next(job for job in plan["jobs"] if job["stage"] == "toy-count")
+    assert job["family"] == "tables" and job["work"]["kind"] == "generate" and job["work"]["items"] == 1000
 
 
 def test_adding_it_touched_only_its_folder_the_rule_file_and_one_include(toy_project):

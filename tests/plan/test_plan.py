@@ -10,13 +10,17 @@ from plan_kit import write_stage_rates, write_throughput
 from tprepro.plan.jobs import jobs, upstream
 from tprepro.plan.plan import MARGIN, MIN_RUNTIME, WARNING_MINUTES, make_plan
 from tprepro.plan.speeds import load_measurements
-from tprepro.plan.work import WORK
+from tprepro.plan.work import Work, work
 
 
-def test_every_registered_stage_says_what_its_jobs_do():
-    from tprepro.experiments import experiments
+@pytest.mark.parametrize("config", ["params.yaml", "workflow/configs/paper.yaml"])
+def test_every_job_says_what_it_does_and_its_family_is_a_cluster_section(config):
+    from tprepro.params import load_params
 
-    assert {stage.name for e in experiments().values() for stage in e.stages} == set(WORK)
+    params = load_params(str(REPO / config))
+    for job in jobs(params):
+        assert isinstance(work(params, job.stage, job.values), Work)
+        assert job.family is None or job.family in params["cluster"], job.stage
 
 
 def test_the_jobs_of_the_default_params_write_distinct_outputs_and_wait_for_their_inputs():
@@ -84,7 +88,7 @@ def test_cpu_families_get_at_least_the_minimum_runtime(tmp_path):
 
 def test_wall_time_lies_between_the_critical_path_and_all_the_work(tmp_path):
     params = load_default_params()
-    write_stage_rates(tmp_path, "cpu", {stage: {"fixed_s": 5.0} for stage in WORK})
+    write_stage_rates(tmp_path, "cpu", {stage: {"fixed_s": 5.0} for stage in {job.stage for job in jobs(params)}})
     plan = make_plan(params, measurements=load_measurements(tmp_path))
     fixed = [p for p in plan.jobs if p.work.kind == "fixed"]
     assert all(p.estimate.seconds == 5.0 for p in fixed)

@@ -4,8 +4,8 @@
 from tprepro.experiments.mathematics.cli import DATA
 from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE, TRAIN_SPLITS, split_modules
 from tprepro.params import snakemake_params
-from tprepro.workflow import (cluster_resources, code_digest, final_outputs, module_dirs, settings, stage_inputs,
-                              stage_outputs, stage_shell)
+from tprepro.workflow import (code_digest, final_outputs, module_dirs, settings, stage_inputs,
+                              stage_outputs, stage_resources, stage_shell)
 
 PARAMS_FILE, P = snakemake_params(config)  # stops here, naming the key, if the settings are invalid
 # Each rule takes from its stage's declaration (tprepro.experiments, the one dvc.yaml is generated from)

@@ -14,7 +14,7 @@ rule data:
         "logs/data/{split}/{module}.log",
     threads: 1
     resources:
-        **cluster_resources(P, "data", workflow),
+        **stage_resources("data", P, workflow),
     conda:
         "../../envs/generate.yaml"
     shell:
@@ -49,7 +49,7 @@ rule vocab:
     log:
         "logs/vocab.log",
     resources:
-        **cluster_resources(P, "vocab", workflow),
+        **stage_resources("vocab", P, workflow),
     conda:
         "../../envs/torch.yaml"
     shell:

@@ -12,7 +12,7 @@ rule evaluate:
     log:
         "logs/evaluate/{model}-s{seed}.log",
     resources:
-        **cluster_resources(P, "evaluate", workflow),
+        **stage_resources("evaluate", P, workflow),
     conda:
         "../../envs/torch.yaml"
     shell:

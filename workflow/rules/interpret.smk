@@ -16,7 +16,7 @@ rule interpret_mathematics:
     log:
         "logs/interpret/mathematics/{model}-s{seed}.log",
     resources:
-        **cluster_resources(P, "tables", workflow),
+        **stage_resources("interpret-mathematics", P, workflow),
     conda:
         "../../envs/torch.yaml"
     shell:
@@ -34,7 +34,7 @@ rule interpret_reconstruction:
     log:
         "logs/interpret/head_reconstruction.log",
     resources:
-        **cluster_resources(P, "tables", workflow),
+        **stage_resources("interpret-reconstruction", P, workflow),
     conda:
         "../../envs/torch.yaml"
     shell:
@@ -52,7 +52,7 @@ rule interpret_two_variable:
     log:
         "logs/interpret/two_variable/{model}-s{seed}.log",
     resources:
-        **cluster_resources(P, "tables", workflow),
+        **stage_resources("interpret-two-variable", P, workflow),
     conda:
         "../../envs/torch.yaml"
     shell:
@@ -70,7 +70,7 @@ rule interpret_n2f:
     log:
         "logs/interpret/n2f/{task}.log",
     resources:
-        **cluster_resources(P, "tables", workflow),
+        **stage_resources("interpret-n2f", P, workflow),
     conda:
         "../../envs/torch.yaml"
     shell:

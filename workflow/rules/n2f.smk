@@ -23,7 +23,7 @@ rule n2f_data:
     log:
         "logs/n2f/{task}/data.log",
     resources:
-        **cluster_resources(P, "data", workflow),
+        **stage_resources("n2f-data", P, workflow),
     conda:
         "../../envs/torch.yaml"
     shell:
@@ -41,7 +41,7 @@ rule n2f_quality:
     log:
         "logs/n2f/{task}/quality.log",
     resources:
-        **cluster_resources(P, "tables", workflow),
+        **stage_resources("n2f-quality", P, workflow),
     conda:
         "../../envs/torch.yaml"
     shell:
@@ -61,7 +61,7 @@ rule n2f_train:
     threads: max(1, N2F_TRAIN["threads"])
     retries: N2F_TRAIN["max_requeues"]
     resources:
-        **cluster_resources(P, "train", workflow),
+        **stage_resources("n2f-train", P, workflow),
     conda:
         "../../envs/torch.yaml"
     shell:
@@ -79,7 +79,7 @@ rule n2f_evaluate:
     log:
         "logs/n2f/{task}/evaluate/{model}-s{seed}.log",
     resources:
-        **cluster_resources(P, "evaluate", workflow),
+        **stage_resources("n2f-evaluate", P, workflow),
     conda:
         "../../envs/torch.yaml"
     shell:
@@ -97,7 +97,7 @@ rule n2f_tables:
     log:
         "logs/n2f/{task}/tables.log",
     resources:
-        **cluster_resources(P, "tables", workflow),
+        **stage_resources("n2f-tables", P, workflow),
     conda:
         "../../envs/torch.yaml"
     shell:

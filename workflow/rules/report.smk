@@ -12,7 +12,7 @@ rule tables:
     log:
         "logs/tables.log",
     resources:
-        **cluster_resources(P, "tables", workflow),
+        **stage_resources("tables", P, workflow),
     conda:
         "../../envs/torch.yaml"
     shell:

@@ -17,7 +17,7 @@ rule summarization_corpus:
     log:
         "logs/summarization/corpus.log",
     resources:
-        **cluster_resources(P, "data", workflow),
+        **stage_resources("summarization-corpus", P, workflow),
     conda:
         "../../envs/torch.yaml"
     shell:
@@ -37,7 +37,7 @@ rule summarization_data:
     log:
         "logs/summarization/data/{dataset}.log",
     resources:
-        **cluster_resources(P, "data", workflow),
+        **stage_resources("summarization-data", P, workflow),
     conda:
         "../../envs/torch.yaml"
     shell:
@@ -57,7 +57,7 @@ rule summarization_train:
     threads: max(1, SUM_TRAIN["threads"])
     retries: SUM_TRAIN["max_requeues"]
     resources:
-        **cluster_resources(P, "train", workflow),
+        **stage_resources("summarization-train", P, workflow),
     conda:
         "../../envs/torch.yaml"
     shell:
@@ -75,7 +75,7 @@ rule summarization_evaluate:
     log:
         "logs/summarization/evaluate/{dataset}/{model}-s{seed}.log",
     resources:
-        **cluster_resources(P, "evaluate", workflow),
+        **stage_resources("summarization-evaluate", P, workflow),
     conda:
         "../../envs/torch.yaml"
     shell:
@@ -93,7 +93,7 @@ rule summarization_tables:
     log:
         "logs/summarization/tables.log",
     resources:
-        **cluster_resources(P, "tables", workflow),
+        **stage_resources("summarization-tables", P, workflow),
     conda:
         "../../envs/torch.yaml"
     shell:

@@ -18,7 +18,7 @@ rule train:
     threads: max(1, P["train"]["threads"])
     retries: P["train"]["max_requeues"]
     resources:
-        **cluster_resources(P, "train", workflow),
+        **stage_resources("train", P, workflow),
     conda:
         "../../envs/torch.yaml"
     shell:

@@ -17,7 +17,7 @@ rule two_variable_data:
     log:
         "logs/two_variable/data.log",
     resources:
-        **cluster_resources(P, "data", workflow),
+        **stage_resources("two-variable-data", P, workflow),
     conda:
         "../../envs/torch.yaml"
     shell:
@@ -37,7 +37,7 @@ rule two_variable_train:
     threads: max(1, TV_TRAIN["threads"])
     retries: TV_TRAIN["max_requeues"]
     resources:
-        **cluster_resources(P, "train", workflow),
+        **stage_resources("two-variable-train", P, workflow),
     conda:
         "../../envs/torch.yaml"
     shell:
@@ -55,7 +55,7 @@ rule two_variable_evaluate:
     log:
         "logs/two_variable/evaluate/{model}-s{seed}.log",
     resources:
-        **cluster_resources(P, "evaluate", workflow),
+        **stage_resources("two-variable-evaluate", P, workflow),
     conda:
         "../../envs/torch.yaml"
     shell:
@@ -73,7 +73,7 @@ rule two_variable_tables:
     log:
         "logs/two_variable/tables.log",
     resources:
-        **cluster_resources(P, "tables", workflow),
+        **stage_resources("two-variable-tables", P, workflow),
     conda:
         "../../envs/torch.yaml"
     shell:

@@ -1,18 +1,14 @@
 """The jobs of a params file, from the stage declarations both tools build their DAG from (each Stage's
-DvcStage: command, matrix, deps, outputs), with the upstream jobs each one waits for and the SLURM rule
-family its Snakemake rule requests resources for."""
+DvcStage: command, matrix, deps, outputs), with the upstream jobs each one waits for and the SLURM
+family the stage declares."""
 
 from __future__ import annotations
 
 import itertools
 import re
 from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
 
 from tprepro.errors import TpreproError
-
-RULES = Path(__file__).resolve().parents[3] / "workflow" / "rules"
 
 
 @dataclass(frozen=True)
@@ -24,7 +20,7 @@ class Job:
     item: tuple[tuple[str, str], ...]  # the matrix values (model, seed; split, module; ...)
     outputs: tuple[str, ...]  # what it writes (outs, results, metrics, plots)
     deps: tuple[str, ...]  # the data it reads
-    family: str | None  # params `cluster:` family of its rule; None: a local rule (runs where Snakemake runs)
+    family: str | None  # params `cluster:` family its stage declares; None: a local rule (runs where Snakemake runs)
     rule_values: tuple[str, ...] = ()  # its Snakemake wildcards' values (a foreach stage's job: its rule's)
     command: str = ""  # the `tprepro` command it runs
 
@@ -54,7 +50,6 @@ def jobs(params: dict) -> list["Job"]:
     from tprepro.experiments import experiments
     from tprepro.params.references import pattern
 
-    families = rule_families()
     found = []
     for stage in (stage for experiment in experiments().values() for stage in experiment.stages):
         for dvc in stage.dvc:
@@ -71,7 +66,7 @@ def jobs(params: dict) -> list["Job"]:
                 fill = lambda path: pattern(path, params, item="item", key="key").format(**values)  # noqa: E731
                 outputs = tuple(map(fill, written))
                 found.append(Job(stage.name, stage.rule, tuple(values.items()), outputs,
-                                 tuple(map(fill, dvc.deps)), families.get(stage.rule),
+                                 tuple(map(fill, dvc.deps)), stage.family,
                                  _wildcard_values(outputs[0], rule_output), fill(dvc.cmd)))
     return found
 
@@ -103,16 +98,3 @@ def upstream(all_jobs: list[Job]) -> dict[Job, list[Job]]:
                 before += [writer for output, writer in writers.items() if output.startswith(f"{dep}/")]
         found[job] = list(dict.fromkeys(before))
     return found
-
-
-@cache
-def rule_families(folder: Path = RULES) -> dict[str, str | None]:
-    """rule -> the params `cluster:` family its `resources:` take (workflow/rules/*.smk, where each rule
-    declares it), None for a rule without cluster resources (a local rule)."""
-    families = {}
-    for path in sorted(folder.glob("*.smk")):
-        for block in re.split(r"^(?=(?:local)?rule )", path.read_text(encoding="utf-8"), flags=re.M)[1:]:
-            name = re.match(r"(?:local)?rule (\w+):", block).group(1)
-            family = re.search(r'cluster_resources\(P, "(\w+)"', block)
-            families[name] = family.group(1) if family else None
-    return families

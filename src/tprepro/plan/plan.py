@@ -172,7 +172,7 @@ def make_plan(params: dict, params_path: str = "params.yaml", device: str | None
 
 
 def planned_job(params: dict, stage: str, wildcards: dict) -> PlannedJob:
-    """The planned job of `stage` with Snakemake `wildcards` (cluster_resources' runtime and CPUs)."""
+    """The planned job of `stage` with Snakemake `wildcards` (workflow.stage_resources' runtime and CPUs)."""
     plan = _cached_plan(params)
     wanted = sorted(str(value) for value in wildcards.values())
     for planned in plan.jobs:

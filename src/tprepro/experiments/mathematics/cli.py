@@ -7,7 +7,8 @@ import os
 from pathlib import Path
 
 from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE, SPLITS, TRAIN_SPLITS
-from tprepro.experiments.mathematics.settings import check_mathematics
+from tprepro.experiments.mathematics.settings import (check_mathematics, data_work, evaluate_work, train_work,
+                                                      vocab_work)
 from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, MODEL_CODE, PUBLISHING, SHARED_OPTIONS, TRAINING,
                                  DvcStage, Experiment, Option, Reported, Stage, accuracy_bars, learning_curve,
                                  model_bars, model_curves, options, plot_data,
@@ -145,6 +146,7 @@ EXPERIMENT = Experiment(
                     "experiments/mathematics/release.py", "experiments/mathematics/modules.py", "data/shards.py",
                     "children.py"),
               params=("data",),
+              family="data", work=data_work,
               dvc=(DvcStage("tprepro data --split ${item.split} --module ${item.module} "
                             "--out data/mathematics/${item.split}/${item.module} --processes auto",
                             matrix={"split": (*TRAIN_SPLITS, INTERPOLATE), "module": "${grid.modules}"},
@@ -168,6 +170,7 @@ EXPERIMENT = Experiment(
               code=(*COMMON, "experiments/mathematics/stages.py", "experiments/mathematics/modules.py",
                     "data/shards.py", "data/vocab.py", "data/batching.py", "pipeline.py"),
               params=("vocab", "grid.modules"),
+              family="vocab", work=vocab_work,
               dvc=(DvcStage(f"tprepro vocab --out {VOCAB}",
                             deps=TRAIN_INDEXES, outs=(VOCAB,)),)),
         Stage("train", "train one model (resumes from its last checkpoint)",
@@ -176,6 +179,7 @@ EXPERIMENT = Experiment(
               _train, processes=_train_processes,
               code=(*TRAINING, "experiments/mathematics/stages.py", "experiments/mathematics/modules.py"),
               params=("models.{model}", "train", "evaluate", "grid.modules"),
+              family="train", work=train_work,
               dvc=(DvcStage("tprepro train --model ${item.model} --seed ${item.seed} "
                             f"--out {MODEL} --checkpoints {CHECKPOINTS}/{RUN}",
                             matrix=RUNS, deps=(VOCAB, *TRAIN_INDEXES, HELDOUT_INDEX),
@@ -189,6 +193,7 @@ EXPERIMENT = Experiment(
               _evaluate,
               code=(*EVALUATION, "experiments/mathematics/stages.py", "experiments/mathematics/modules.py"),
               params=("evaluate", "grid.modules", "grid.extrapolation_modules"),
+              family="evaluate", work=evaluate_work,
               dvc=(DvcStage(f"tprepro evaluate --model-dir {MODEL} --out {EVALS}/{RUN}.csv",
                             matrix=RUNS,
                             deps=(*trained(MODEL), HELDOUT_INDEX, EXTRAPOLATION_INDEX, *TRAIN_INDEXES),
@@ -200,6 +205,7 @@ EXPERIMENT = Experiment(
               code=(*PUBLISHING, *MODEL_CODE, "experiments/mathematics/stages.py",
                     "experiments/mathematics/figures.py"),
               params=("report", "grid", "train.steps", "train.batch_size", "data.test_per_module"),
+              family="tables",
               dvc=(DvcStage(f"tprepro tables --table {TABLE} "
                             f"--metrics {METRICS} --modules-csv results/tables/mathematics_modules.csv "
                             "--figure results/figures/mathematics_modules.png "
@@ -222,6 +228,7 @@ EXPERIMENT = Experiment(
               code=(*INTERPRETING, "experiments/mathematics/modules.py", "experiments/mathematics/interpret.py"),
               params=("interpret.seed", "interpret.module", "interpret.examples", "interpret.attention",
                       "interpret.role_clusters", "interpret.head_reconstruction", "interpret.one_hotness"),
+              family="tables",
               dvc=(DvcStage(f"tprepro interpret-mathematics --model-dir {MODEL} --out {INTERPRETED}/{RUN}",
                             matrix=RUNS,
                             deps=(*trained(MODEL), f"{EVALS}/{RUN}.csv", f"{HELDOUT}/${{interpret.module}}"),
@@ -234,6 +241,7 @@ EXPERIMENT = Experiment(
               _reconstruction,
               code=(*INTERPRETING, *PUBLISHING, "experiments/mathematics/interpret.py"),
               params=("grid",),
+              family="tables",
               dvc=(DvcStage(f"tprepro interpret-reconstruction --csv {RECONSTRUCTION}.csv --md {RECONSTRUCTION}.md "
                             f"--figure {RECONSTRUCTION}.png",
                             deps=(INTERPRETED, MODELS),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from tprepro.errors import TpreproError, suggestion
 from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE, validate_module
 from tprepro.params import reraise_with_key
+from tprepro.plan.work import Work, preset_of, training
 
 
 def check_mathematics(params: dict, source: str) -> None:
@@ -20,3 +21,27 @@ def check_mathematics(params: dict, source: str) -> None:
                                f"{suggestion(name, params['models'])}")
     if params["interpret"]["module"] not in grid["modules"]:
         raise TpreproError(f"{source}: interpret.module: '{params['interpret']['module']}' is not in grid.modules")
+
+
+# What each job does (tprepro.plan.work), for `tprepro plan` and the SLURM runtimes.
+def data_work(params: dict, item: dict) -> Work:
+    split = item.get("split", EXTRAPOLATE)
+    data = params["data"]
+    count = data["train_per_module"] if split.startswith("train") else data["test_per_module"]
+    return Work("generate", count, module=item.get("module", item.get("item")), split=split,
+                shards=-(-count // data["rows_per_shard"]))
+
+
+def vocab_work(params: dict, item: dict) -> Work:
+    return Work("read", 3 * len(params["grid"]["modules"]) * params["data"]["train_per_module"])
+
+
+def train_work(params: dict, item: dict) -> Work:
+    return training(params["train"], preset_of(params["models"], item["model"]))
+
+
+def evaluate_work(params: dict, item: dict) -> Work:
+    grid, data = params["grid"], params["data"]
+    held_out = (len(grid["modules"]) + len(grid["extrapolation_modules"])) * data["test_per_module"]
+    train_sample = len(grid["modules"]) * params["evaluate"]["train_sample"]  # drawn per training module
+    return Work("decode", held_out + train_sample, preset_of(params["models"], item["model"]))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tprepro.data.codecs import CodecKind
-from tprepro.experiments.n2f.settings import check_n2f
+from tprepro.experiments.n2f.settings import check_n2f, data_work, evaluate_work, train_work
 from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, MODEL_CODE, PUBLISHING, TRAINING, DvcStage,
                                  Experiment, Option, Reported, Stage, model_bars, options, table_arguments, table_files,
                                  table_outputs, test_arguments, train_arguments, trained)
@@ -85,6 +85,7 @@ EXPERIMENT = Experiment(
               options(task=TASK, out="directory for train/, test/ and vocab.json"), _data,
               code=(*COMMON, *TASK_CODE),
               params=("n2f.{task}.data", "vocab"),
+              family="data", work=data_work,
               dvc=(DvcStage(f"tprepro n2f-data --task ${{item.task}} --out {DATA}", matrix=EACH_TASK,
                             outs=(f"{DATA}/train", f"{DATA}/test", f"{DATA}/vocab.json")),)),
         Stage("n2f-quality", "how often the gold programs succeed, per split",
@@ -92,12 +93,14 @@ EXPERIMENT = Experiment(
               _quality,
               code=(*COMMON, *TASK_CODE, "tracking", "invocation.py"),
               params=("n2f.{task}.data", "n2f.{task}.evaluate"),
+              family="tables",
               dvc=(DvcStage(f"tprepro n2f-quality --task ${{item.task}} --data {DATA} --out {QUALITY}",
                             matrix=EACH_TASK, deps=(f"{DATA}/train", f"{DATA}/test"), results=(QUALITY,)),)),
         Stage("n2f-train", "train one N2F model (resumes from its last checkpoint)",
               train_arguments("n2f.models", "n2f.seeds", task=TASK), _train,
               processes=_train_processes, code=(*TRAINING, *TASK_CODE),
               params=("n2f.{task}.models.{model}", "n2f.{task}.train", "n2f.train", "train"),
+              family="train", work=train_work,
               dvc=(DvcStage("tprepro n2f-train --task ${item.task} --model ${item.model} --seed ${item.seed} "
                             f"--train {DATA}/train --vocab {DATA}/vocab.json --out {MODELS}/{RUN} "
                             f"--checkpoints n2f/checkpoints/${{item.task}}/{RUN}",
@@ -107,6 +110,7 @@ EXPERIMENT = Experiment(
               test_arguments("per-metric CSV", task=TASK), _evaluate,
               code=(*EVALUATION, "experiments/n2f"),
               params=("n2f.evaluate", "n2f.{task}.evaluate", "n2f.{task}.data"),
+              family="evaluate", work=evaluate_work,
               dvc=(DvcStage(f"tprepro n2f-evaluate --task ${{item.task}} --model-dir {MODELS}/{RUN} "
                             f"--test {DATA}/test --out {EVALS}/{RUN}.csv",
                             matrix=RUNS,
@@ -115,6 +119,7 @@ EXPERIMENT = Experiment(
               table_arguments(task=TASK, plot="each measure per model and split, the DVC plot's data (CSV)"),
               _tables, code=(*PUBLISHING, *MODEL_CODE, *TASK_CODE),
               params=("n2f.seeds", "n2f.train", "n2f.{task}.train", "train.steps", "train.batch_size", "n2f.models"),
+              family="tables",
               dvc=(DvcStage(f"tprepro n2f-tables --task ${{item.task}} --eval-dir {EVALS} --models-dir {MODELS} "
                             f"--table {TABLE} "
                             f"--metrics {METRICS} --plot {BARS_PLOT}",
@@ -127,6 +132,7 @@ EXPERIMENT = Experiment(
               options("model_dir", "test", "out", task=TASK), _interpret,
               code=(*INTERPRETING, *TASK_CODE),
               params=("interpret.seed", "n2f.interpret.unbinding"),
+              family="tables",
               dvc=(DvcStage(f"tprepro interpret-n2f --task ${{item.task}} --model-dir {MODELS}/{UNBOUND} "
                             f"--test {DATA}/test --out n2f/interpret/${{item.task}}",
                             matrix=EACH_TASK,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from tprepro.errors import TpreproError
 from tprepro.experiments.n2f import TASKS
 from tprepro.params import check_train_settings, merge_overrides
+from tprepro.plan.work import Work, preset_of, training
 
 
 def n2f_train(params: dict, task: str | None = None) -> dict:
@@ -60,3 +61,26 @@ def check_n2f(params: dict, source: str) -> None:
     unbinding = section["interpret"]["unbinding"]["model"]
     if unbinding not in section["models"]:
         raise TpreproError(f"{source}: n2f.interpret.unbinding.model: '{unbinding}' is not in n2f.models")
+
+
+# What each job does (tprepro.plan.work), for `tprepro plan` and the SLURM runtimes. A release's sizes are
+# in its files, not in the params: None (the plan shows the job unpriced).
+def _algolisp_generated(params: dict, task: str) -> dict | None:
+    data = params["n2f"][task]["data"]
+    return data["generate"] if task == "algolisp" and data.get("source") == "generate" else None
+
+
+def data_work(params: dict, item: dict) -> Work:
+    generated = _algolisp_generated(params, item["task"])
+    return Work("generate", generated["train"] + generated["test"] if generated else None)
+
+
+def train_work(params: dict, item: dict) -> Work:
+    task = item["task"]
+    return training(n2f_train(params, task), preset_of(params["n2f"][task]["models"], item["model"]))
+
+
+def evaluate_work(params: dict, item: dict) -> Work:
+    generated = _algolisp_generated(params, item["task"])
+    return Work("decode", generated["test"] if generated else None,
+                preset_of(params["n2f"][item["task"]]["models"], item["model"]))

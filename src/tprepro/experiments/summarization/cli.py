@@ -6,7 +6,8 @@ from pathlib import Path
 
 from tprepro.data.codecs import CodecKind
 from tprepro.experiments.summarization import DOCUMENTS_SUFFIX
-from tprepro.experiments.summarization.settings import check_summarization
+from tprepro.experiments.summarization.settings import (check_summarization, data_work, evaluate_work,
+                                                        train_work)
 from tprepro.experiments import (COMMON, EVALUATION, PUBLISHING, TRAINING, DvcStage, Experiment, Option, Stage,
                                  model_bars, options, plot_data, table_arguments, table_files, table_outputs, trained)
 
@@ -72,12 +73,14 @@ EXPERIMENT = Experiment(
               options(out="directory for the release files"), _corpus,
               code=(*COMMON, f"{S}/__init__.py", f"{S}/corpus.py", f"{S}/stages.py", "pipeline.py"),
               params=("summarization.corpus",),
+              family="data",
               dvc=(DvcStage(f"tprepro summarization-corpus --out {CORPUS}", outs=(CORPUS,)),)),
         Stage("summarization-data", "load one dataset's release into shards and train its subword model",
               options(dataset=DATASET, corpus="the CI corpus directory (used when the path is null)",
                       out="directory for train/, validation/, test/ and spm.model"),
               _data, code=(*COMMON, *DATA_CODE),
               params=("summarization.datasets.{dataset}", "summarization.corpus", "summarization.data"),
+              family="data", work=data_work,
               dvc=(DvcStage(f"tprepro summarization-data --dataset ${{key}} --corpus {CORPUS} "
                             "--out data/summarization/${key}",
                             foreach="${summarization.datasets}", foreach_key=True,
@@ -89,6 +92,7 @@ EXPERIMENT = Experiment(
               _train, code=(*TRAINING, f"{S}/__init__.py", f"{S}/tokenizer.py", f"{S}/decoding.py", f"{S}/settings.py",
                             f"{S}/stages.py"),
               params=("summarization.models.{model}", "summarization.train", "summarization.data", "train"),
+              family="train", work=train_work,
               dvc=(DvcStage("tprepro summarization-train --dataset ${item.dataset} --model ${item.model} "
                             f"--seed ${{item.seed}} --data {DATA} --out {MODEL} --checkpoints {CHECKPOINTS}",
                             matrix=RUNS, deps=(DATA,),
@@ -101,6 +105,7 @@ EXPERIMENT = Experiment(
               _evaluate, code=(*EVALUATION, f"{S}/__init__.py", f"{S}/tokenizer.py", f"{S}/decoding.py",
                                f"{S}/scoring.py", f"{S}/table.py", f"{S}/settings.py", f"{S}/stages.py"),
               params=("summarization.evaluate",),
+              family="evaluate", work=evaluate_work,
               dvc=(DvcStage("tprepro summarization-evaluate --dataset ${item.dataset} "
                             f"--model-dir {MODEL} --data {DATA} --out {SCORES}",
                             matrix=RUNS, deps=(*trained(MODEL), DATA),
@@ -111,6 +116,7 @@ EXPERIMENT = Experiment(
               _tables, code=(*PUBLISHING, f"{S}/__init__.py", f"{S}/scoring.py", f"{S}/table.py", f"{S}/stages.py"),
               params=("summarization.models", "summarization.datasets", "summarization.seeds",
                       "summarization.report"),
+              family="tables",
               dvc=(DvcStage("tprepro summarization-tables --eval-dir summarization/eval "
                             f"--table {TABLE} "
                             f"--metrics {METRICS}",

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from tprepro.errors import TpreproError
 from tprepro.params import check_train_settings, merge_overrides
+from tprepro.plan.work import Work, preset_of, training
 
 # Where each release format lies in the CI corpus (corpus.write_releases) when a dataset's path is null.
 CORPUS_PATHS = {"huggingface": "{dataset}", "stories": "cnndm_stories", "wikihow_csv": "wikihow/wikihowAll.csv",
@@ -40,3 +41,24 @@ def check_summarization(params: dict, source: str) -> None:
         if settings["path"] is None and settings["format"] == "huggingface" and dataset not in ("xsum", "cnndm"):
             raise TpreproError(f"{source}: summarization.datasets.{dataset}.path: required (the CI corpus "
                                "has Hugging Face exports of xsum and cnndm only)")
+
+
+# What each job does (tprepro.plan.work), for `tprepro plan` and the SLURM runtimes.
+def data_work(params: dict, item: dict) -> Work:
+    # the CI corpus's slice: a fixed job; a release's size (its subword model's work) is not in the params
+    return Work("fixed") if params["summarization"]["datasets"][item["key"]]["path"] is None else Work("generate")
+
+
+def train_work(params: dict, item: dict) -> Work:
+    return training(summarization_train(params), preset_of(params["summarization"]["models"], item["model"]))
+
+
+def evaluate_work(params: dict, item: dict) -> Work:
+    section = params["summarization"]
+    corpus = section["corpus"]
+    # the CI corpus's test split when the dataset has no release path; a release's size is not in the params
+    test = round(corpus["max_examples"] * corpus["test_fraction"]) \
+        if section["datasets"][item["dataset"]]["path"] is None else None
+    cap = section["evaluate"]["max_documents"]
+    documents = min(cap, test) if cap and test else (cap or test)
+    return Work("decode", documents, preset_of(section["models"], item["model"]))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tprepro.experiments.two_variable.settings import check_two_variable
+from tprepro.experiments.two_variable.settings import check_two_variable, data_work, evaluate_work, train_work
 from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, MODEL_CODE, PUBLISHING, SHARED_OPTIONS, TRAINING,
                                  DvcStage, Experiment, Reported, Stage, accuracy_bars, learning_curve, model_bars,
                                  model_curves, options, plot_data,
@@ -66,6 +66,7 @@ EXPERIMENT = Experiment(
               code=(*COMMON, "experiments/two_variable/data.py", "experiments/two_variable/stages.py",
                     "data/shards.py", "data/vocab.py", "data/batching.py", "pipeline.py"),
               params=("two_variable.data", "vocab"),
+              family="data", work=data_work,
               dvc=(DvcStage(f"tprepro two-variable-data --out {DATA} --vocab {VOCAB}",
                             outs=(TRAIN, TEST, VOCAB)),)),
         Stage("two-variable-train", "train one model of the two-variable experiment",
@@ -74,6 +75,7 @@ EXPERIMENT = Experiment(
               _train,
               code=(*TRAINING, "experiments/two_variable/stages.py"),
               params=("two_variable.models.{model}", "two_variable.train", "train", "evaluate"),
+              family="train", work=train_work,
               dvc=(DvcStage("tprepro two-variable-train --model ${item.model} --seed ${item.seed} "
                             f"--out {MODEL} --checkpoints two_variable/checkpoints/{RUN}",
                             matrix=RUNS,
@@ -85,6 +87,7 @@ EXPERIMENT = Experiment(
               test_arguments("per-type CSV", test=SHARED_OPTIONS["test"].at(TEST)), _evaluate,
               code=(*EVALUATION, "experiments/two_variable/stages.py", "experiments/two_variable/data.py"),
               params=("evaluate",),
+              family="evaluate", work=evaluate_work,
               dvc=(DvcStage(f"tprepro two-variable-evaluate --model-dir {MODEL} --out {EVALS}/{RUN}.csv",
                             matrix=RUNS,
                             deps=(*trained(MODEL), TEST),
@@ -98,6 +101,7 @@ EXPERIMENT = Experiment(
                     "experiments/two_variable/data.py"),
               params=("two_variable.models", "two_variable.seeds", "two_variable.train", "two_variable.data.size",
                       "train"),
+              family="tables",
               dvc=(DvcStage(f"tprepro two-variable-tables --table {TABLE} "
                             "--curves results/figures/two_variable_learning_curves.png "
                             f"--metrics {METRICS}",
@@ -114,6 +118,7 @@ EXPERIMENT = Experiment(
               options("model_dir", "out", test=SHARED_OPTIONS["test"].at(TEST)), _interpret,
               code=(*INTERPRETING, "experiments/two_variable/data.py", "experiments/two_variable/interpret.py"),
               params=("interpret.seed", "interpret.examples", "interpret.attention", "two_variable.interpret.ponder"),
+              family="tables",
               dvc=(DvcStage(f"tprepro interpret-two-variable --model-dir {MODEL} "
                             f"--out {INTERPRETED}/{RUN}",
                             matrix=RUNS,

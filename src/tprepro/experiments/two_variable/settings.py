@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tprepro.experiments.two_variable.data import split_sizes
 from tprepro.params import check_train_settings, merge_overrides, reraise_with_key
+from tprepro.plan.work import Work, preset_of, training
 
 
 def two_variable_train(params: dict) -> dict:
@@ -15,3 +16,18 @@ def check_two_variable(params: dict, source: str) -> None:
     check_train_settings(two_variable_train(params), source, "two_variable.train")
     data = params["two_variable"]["data"]
     reraise_with_key(lambda: split_sizes(data["size"], data["test_fraction"]), source)
+
+
+# What each job does (tprepro.plan.work), for `tprepro plan` and the SLURM runtimes.
+def data_work(params: dict, item: dict) -> Work:
+    return Work("generate", params["two_variable"]["data"]["size"])
+
+
+def train_work(params: dict, item: dict) -> Work:
+    return training(two_variable_train(params), preset_of(params["two_variable"]["models"], item["model"]))
+
+
+def evaluate_work(params: dict, item: dict) -> Work:
+    data = params["two_variable"]["data"]
+    return Work("decode", split_sizes(data["size"], data["test_fraction"])["test"],
+                preset_of(params["two_variable"]["models"], item["model"]))
