@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tprepro.errors import TpreproError
-from tprepro.params.references import DVC_REFERENCE, params_value, pattern, setting, wildcard_of
+from tprepro.params.references import (DVC_REFERENCE, axis_values, matched, params_value, pattern, setting,
+                                       wildcard_of)
 
 _OWNED_ENV = "TPREPRO_MLFLOW_PARENT_OWNED"  # set when this invocation opened the parent runs
 
@@ -84,7 +85,7 @@ def stage_outputs(stage: str, **names: str) -> list:
     from tprepro.experiments import Reported, experiment_of, stage as registered
 
     outputs = []
-    for path in _written(registered(stage).dvc[0]):
+    for path in registered(stage).dvc[0].written:
         output = pattern(path, **names)
         folder = not Path(output).suffix
         if folder:
@@ -160,7 +161,7 @@ def _writers(params: dict) -> list[_Writer]:
     writers, generic = [], {"item": "item", "key": "key"}
     for stage in (stage for experiment in experiments().values() for stage in experiment.stages):
         for dvc in stage.dvc:
-            outputs = tuple(pattern(path, params, **generic) for path in _written(dvc))
+            outputs = tuple(pattern(path, params, **generic) for path in dvc.written)
             summary = pattern(dvc.metrics[0], params, **generic) if dvc.metrics else outputs[0]
             each = ("key" if dvc.foreach_key else "item", dvc.foreach)
             matrix = tuple(dvc.matrix.items()) if dvc.matrix else (each,) if dvc.foreach else ()
@@ -178,25 +179,12 @@ def _upstream(writer: _Writer, writers: list[_Writer]) -> set[str]:
     return found
 
 
-def _written(dvc) -> tuple[str, ...]:
-    """Every path a DvcStage writes: outs, results, metrics and plots."""
-    return (*dvc.outs, *dvc.results, *dvc.metrics, *(path for plot in dvc.plots for path in plot))
-
-
-def _matches(path: str, output: str) -> dict[str, str] | None:
-    """The wildcard values with which output pattern `output` is `path` (a pattern too), or None."""
-    parts = re.split(r"\{(\w+)\}", output)  # text, wildcard, text, ...
-    regex = "".join(re.escape(part) if i % 2 == 0 else f"(?P<{part}>[^/]+)" for i, part in enumerate(parts))
-    match = re.fullmatch(regex, path)
-    return match.groupdict() if match else None
-
-
 def _job_writing(path: str, writers: list[_Writer]) -> tuple | None:
     """(stage, wildcard values) of the job writing `path`, or None if no stage writes it; the first
     stage that does wins (the summarization corpus before data/summarization/{dataset})."""
     for writer in writers:
         for output in writer.outputs:
-            values = _matches(path, output)
+            values = matched(path, output)
             if values is not None:
                 return writer.name, tuple(sorted(values.items()))
     return None
@@ -205,10 +193,7 @@ def _job_writing(path: str, writers: list[_Writer]) -> tuple | None:
 def _each_job(output: str, writer: _Writer, own: set[str], params: dict) -> list[str]:
     """`output` of each of `writer`'s jobs: its matrix's values combined, the rule's `own` wildcards kept."""
     def values(key: str, declared) -> list:
-        if key in own:
-            return [f"{{{key}}}"]
-        reference = DVC_REFERENCE.fullmatch(declared) if isinstance(declared, str) else None
-        return list(setting(params, reference.group(1)) if reference else declared)
+        return [f"{{{key}}}"] if key in own else axis_values(params, declared)
 
     keys = [key for key, _ in writer.matrix]
     axes = [values(key, declared) for key, declared in writer.matrix]

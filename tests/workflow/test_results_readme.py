@@ -15,10 +15,9 @@ ELSEWHERE = {"report.html": "Makefile", "benchmarks/*.json": "benchmarks/", "scr
 def pipeline_outputs() -> set[str]:
     """Every stage output under results/, relative to it, `${item.task}` written `<task>`."""
     from tprepro.experiments import experiments
-    from tprepro.workflow import _written
 
     paths = {str(path) for experiment in experiments().values() for stage in experiment.stages
-             for dvc in stage.dvc for path in _written(dvc)}
+             for dvc in stage.dvc for path in dvc.written}
     return {re.sub(r"\$\{item\.(\w+)\}", r"<\1>", path.removeprefix("results/"))
             for path in paths if path.startswith("results/")}
 

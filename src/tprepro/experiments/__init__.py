@@ -41,6 +41,11 @@ class DvcStage:
     metrics: tuple[str, ...] = ()  # `dvc metrics show` files (not cached)
     plots: tuple[dict, ...] = ()  # `dvc plots show` files with their chart (learning_curve, model_curves, ...)
 
+    @property
+    def written(self) -> tuple[str, ...]:
+        """Every path it writes: outs, results, metrics and plots."""
+        return (*self.outs, *self.results, *self.metrics, *(path for plot in self.plots for path in plot))
+
 
 class Reported(str):
     """An output path (of DvcStage.outs, results, metrics or plots) that the Snakemake report also

@@ -51,3 +51,23 @@ def params_value(reference: str, params: dict) -> str:
     key, index = re.fullmatch(r"(.+?)(?:\[(\d+)\])?", reference).groups()
     value = setting(params, key)
     return str(value[int(index)] if index is not None else value)
+
+
+def matched(path: str, output: str) -> dict[str, str] | None:
+    """The wildcard values with which Snakemake pattern `output` is `path`, or None (a `{name}` matches
+    one path component)."""
+    parts = re.split(r"\{(\w+)\}", output)  # text, wildcard, text, ...
+    regex = "".join(re.escape(part) if i % 2 == 0 else f"(?P<{part}>[^/]+)" for i, part in enumerate(parts))
+    match = re.fullmatch(regex, path)
+    return match.groupdict() if match else None
+
+
+def axis_values(params: dict, declared) -> list:
+    """One matrix axis of a stage: the values of a params reference (`${grid.models}`; a mapping's keys)
+    or the values declared."""
+    if isinstance(declared, str):
+        reference = DVC_REFERENCE.fullmatch(declared)
+        if reference is None:
+            raise TpreproError(f"a matrix axis {declared!r} is neither values nor a params reference")
+        return list(setting(params, reference.group(1)))
+    return list(declared)

@@ -5,7 +5,6 @@ family the stage declares."""
 from __future__ import annotations
 
 import itertools
-import re
 from dataclasses import dataclass
 
 from tprepro.errors import TpreproError
@@ -33,36 +32,24 @@ class Job:
         return " ".join((self.rule, *(value for _, value in self.item)))
 
 
-def _values(params: dict, declared) -> list[str]:
-    """A matrix axis: a params reference's values (a mapping's keys) or the declared values."""
-    from tprepro.params.references import setting
-
-    if isinstance(declared, str):
-        reference = re.fullmatch(r"\$\{([^}]+)\}", declared)
-        if reference is None:
-            raise TpreproError(f"a matrix axis {declared!r} is neither values nor a params reference")
-        return [str(value) for value in setting(params, reference.group(1))]
-    return [str(value) for value in declared]
-
-
 def jobs(params: dict) -> list["Job"]:
     """Every job of `params`, in the registry's order (stage by stage, the matrix expanded as DVC does)."""
     from tprepro.experiments import experiments
-    from tprepro.params.references import pattern
+    from tprepro.params.references import axis_values, pattern
 
     found = []
     for stage in (stage for experiment in experiments().values() for stage in experiment.stages):
         for dvc in stage.dvc:
             if dvc.matrix:
-                axes = {key: _values(params, declared) for key, declared in dvc.matrix.items()}
+                axes = {key: axis_values(params, declared) for key, declared in dvc.matrix.items()}
             elif dvc.foreach:
-                axes = {"key" if dvc.foreach_key else "item": _values(params, dvc.foreach)}
+                axes = {"key" if dvc.foreach_key else "item": axis_values(params, dvc.foreach)}
             else:
                 axes = {}
-            written = _written(dvc)
-            rule_output = pattern(_written(stage.dvc[0])[0], params, item="item", key="key")
+            written = dvc.written
+            rule_output = pattern(stage.dvc[0].written[0], params, item="item", key="key")
             for combination in itertools.product(*axes.values()):
-                values = dict(zip(axes, combination))
+                values = dict(zip(axes, map(str, combination)))
                 fill = lambda path: pattern(path, params, item="item", key="key").format(**values)  # noqa: E731
                 outputs = tuple(map(fill, written))
                 found.append(Job(stage.name, stage.rule, tuple(values.items()), outputs,
@@ -71,18 +58,14 @@ def jobs(params: dict) -> list["Job"]:
     return found
 
 
-def _written(dvc) -> tuple[str, ...]:
-    return (*dvc.outs, *dvc.results, *dvc.metrics, *(path for plot in dvc.plots for path in plot))
-
-
 def _wildcard_values(path: str, output: str) -> tuple[str, ...]:
     """The values of `output`'s {wildcards} with which it is `path` (its rule's wildcards for the job)."""
-    parts = re.split(r"\{(\w+)\}", output)
-    regex = "".join(re.escape(part) if i % 2 == 0 else "([^/]+)" for i, part in enumerate(parts))
-    match = re.fullmatch(regex, path)
-    if match is None:
+    from tprepro.params.references import matched
+
+    values = matched(path, output)
+    if values is None:
         raise TpreproError(f"{path}: not an output of its rule ({output})")
-    return match.groups()
+    return tuple(values.values())
 
 
 def upstream(all_jobs: list[Job]) -> dict[Job, list[Job]]:
