@@ -4,7 +4,7 @@ the interpretation stages analyse."""
 from __future__ import annotations
 
 from tprepro.errors import TpreproError, suggestion
-from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE, validate_module
+from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE, TRAIN_SPLITS, validate_module
 from tprepro.params import reraise_with_key
 from tprepro.plan.work import Work, preset_of, training
 
@@ -40,8 +40,16 @@ def train_work(params: dict, item: dict) -> Work:
     return training(params["train"], preset_of(params["models"], item["model"]))
 
 
+def train_sample_size(params: dict) -> int:
+    """Training problems an evaluation decodes per module: `evaluate.train_sample`, drawn evenly from the
+    first shard of each training split (tprepro.evaluate.evaluate.sample_rows), so at most those shards' rows."""
+    data, wanted = params["data"], params["evaluate"]["train_sample"]
+    per_split = min(-(-wanted // len(TRAIN_SPLITS)), data["rows_per_shard"], data["train_per_module"])
+    return min(wanted, per_split * len(TRAIN_SPLITS))
+
+
 def evaluate_work(params: dict, item: dict) -> Work:
     grid, data = params["grid"], params["data"]
     held_out = (len(grid["modules"]) + len(grid["extrapolation_modules"])) * data["test_per_module"]
-    train_sample = len(grid["modules"]) * params["evaluate"]["train_sample"]  # drawn per training module
+    train_sample = len(grid["modules"]) * train_sample_size(params)  # drawn per training module
     return Work("decode", held_out + train_sample, preset_of(params["models"], item["model"]))
