@@ -13,6 +13,11 @@ from tprepro.train.trainer import Trainer, TrainJob
 
 from helpers import arithmetic_rows, write_dataset
 
+def sequence_loss(logits: torch.Tensor, targets: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """The reference loss: mean cross-entropy over non-pad target tokens. logits [B, T, V], targets [B, T]."""
+    return torch.nn.functional.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=pad_id)
+
+
 SMALL = {"d_model": 16, "n_heads": 2, "d_ff": 32, "n_encoder_layers": 1, "n_decoder_layers": 1, "dropout": 0.1}
 
 

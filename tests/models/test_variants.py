@@ -19,7 +19,7 @@ from tprepro.models.attention import MultiHeadAttention
 from tprepro.models.probes import capture
 from tprepro.models.tpr_bindings import DiscreteRoleBinding, FullTensorBinding
 from tprepro.models.transformer import DecoderLayer, EncoderLayer
-from tprepro.train.trainer import sequence_loss
+from training_kit import sequence_loss
 
 from helpers import padded_batch
 

@@ -21,7 +21,8 @@ from tprepro.data.packing import pack
 from tprepro.data.vocab import build_vocab
 from tprepro.evaluate.decode import greedy_decode
 from tprepro.models import build_model, resolve_model_config
-from tprepro.train.trainer import batch_loss, optimizer_step, sequence_loss
+from tprepro.train.trainer import batch_loss, optimizer_step
+from training_kit import sequence_loss
 
 from helpers import arithmetic_rows, varied_sums, write_dataset
 

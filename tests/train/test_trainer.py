@@ -26,6 +26,7 @@ def test_token_weighting_divides_by_the_running_mean_of_tokens_per_batch(data, t
     counts, weights = [], []
     for batch in trainer.stream:
         counts.append(batch.n_tokens)
+        trainer.target_tokens += batch.n_tokens  # as train_step counts them before weighing
         weights.append(trainer.loss_weight(batch))
         trainer.step += 1
         if len(counts) == 6:

@@ -46,6 +46,7 @@ from tprepro.train.checkpoint import CheckpointError, load_checkpoint, move_asid
 from tprepro.train.compiling import compile_cache_dir, compile_model, mark_dynamic_lengths
 from tprepro.train.distributed import World, shard_batch
 from tprepro.train.preemption import Preempted, PreemptionFlag
+from tprepro.train.telemetry import LogWindow
 from tprepro.train.throughput import flops_per_position, matmul_peak
 
 
@@ -80,11 +81,6 @@ def unwrap(model: torch.nn.Module) -> torch.nn.Module:
             model = model._orig_mod
         else:
             return model
-
-
-def sequence_loss(logits: torch.Tensor, targets: torch.Tensor, pad_id: int) -> torch.Tensor:
-    """Mean cross-entropy over non-pad target tokens. logits [B, T, V], targets [B, T]."""
-    return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=pad_id)
 
 
 def target_loss(module: torch.nn.Module, output, tgt_out: torch.Tensor, pad_id: int, reduction: str) -> torch.Tensor:
@@ -236,7 +232,7 @@ class Trainer:
         self.finished: dict | None = None  # the stored summary when the checkpoint is at the final step
         self.stream_state: dict | None = None
         self.target_tokens = 0  # target tokens trained on so far (loss_weighting: token)
-        self.window = self._new_window()
+        self.window = LogWindow()
         self._maybe_resume()
         self.stream = BatchStream(
             job.files, job.vocab, job.config.batch_size, job.config.bucket_width,
@@ -282,7 +278,7 @@ class Trainer:
         self.step = self.resumed_from = state["step"]
         self.stream_state = state["stream"]
         self.target_tokens = state.get("target_tokens", 0)
-        self.window.update(state["log_window"], loss=window_loss)
+        self.window = LogWindow.restored(state["log_window"], window_loss)
         self.last_metrics = dict(state.get("last_metrics", {}))
         self.finished = state.get("summary") if self.step == self.config.steps else None
         self.job.extra.update(state.get("extra", {}))
@@ -292,11 +288,10 @@ class Trainer:
 
         `summary` (at the final step) is stored so that a re-invoked finished run reports it.
         """
-        self._check_finite(float(self.world.sum(torch.as_tensor(self.window["loss"], device=self.device))))
-        ranks = self.world.gather((torch.get_rng_state(), float(self.window["loss"])))
+        self._check_finite(float(self.world.sum(torch.as_tensor(self.window.loss, device=self.device))))
+        ranks = self.world.gather((torch.get_rng_state(), float(self.window.loss)))
         if not self.world.is_main:
             return
-        window = {k: v for k, v in self.window.items() if k not in ("loss", "since")}
         save_checkpoint(
             {
                 "fingerprint": self.job.fingerprint,
@@ -306,7 +301,7 @@ class Trainer:
                 "ranks": ranks,
                 "stream": self.consumed_stream_state,
                 "target_tokens": self.target_tokens,
-                "log_window": window,
+                "log_window": self.window.saved(),
                 "last_metrics": self.last_metrics,
                 "summary": summary,
                 "extra": self.job.extra,
@@ -328,6 +323,7 @@ class Trainer:
         for group in self.optimizer.param_groups:
             group["lr"] = self.learning_rate(self.step)
         pad_id = self.job.vocab.pad_id
+        self.target_tokens += batch.n_tokens
         weight = self.loss_weight(batch)
         local = shard_batch(batch, self.world, pad_id).to(self.device, non_blocking=True)
         if self.compiled:
@@ -344,8 +340,8 @@ class Trainer:
         """The weight of this rank's summed token loss (None: its mean, one process under
         `loss_weighting: batch`). Under `token` the divisor is the running mean of target tokens
         per global batch instead of this batch's own count, so a batch of short answers weighs
-        less than one of long answers, as their tokens would in one shuffled batch."""
-        self.target_tokens += batch.n_tokens
+        less than one of long answers, as their tokens would in one shuffled batch (`target_tokens`
+        counts `batch`'s already)."""
         if self.config.loss_weighting == "token":
             return self.world.size * (self.step + 1) / self.target_tokens
         return self.world.size / batch.n_tokens if self.world.distributed else None
@@ -373,9 +369,7 @@ class Trainer:
 
     def _fit(self) -> dict:
         started = time.perf_counter()
-        # Losses stay on the device until logged: no host sync per step.
-        window = self.window
-        window["since"] = time.perf_counter()
+        self.window.since = started
         prefetch = Prefetcher(self.stream, prefetch_depth(self.config.prefetch, self.device),
                               pin_memory=self.device.type == "cuda")
         with PreemptionFlag() as flag, prefetch:
@@ -384,16 +378,11 @@ class Trainer:
                     self._stop(flag.signum)
                 waiting = time.perf_counter()
                 batch, stream_state = next(prefetch)
-                window["data_wait"] += time.perf_counter() - waiting
-                loss = self.train_step(batch)
+                waited = time.perf_counter() - waiting
+                self.window.add(self.train_step(batch), batch, self.job.vocab.pad_id, waited)
                 self.consumed_stream_state = stream_state
-                window["loss"] += loss
-                window["steps"] += 1
-                window["samples"] += batch.problems
-                window["tokens"] += batch.n_tokens + int((batch.src != self.job.vocab.pad_id).sum())
-                window["positions"] += batch.positions
                 if self.step % self.config.log_every == 0 or self.step == self.config.steps:
-                    self._log(window)
+                    self._log()
                 if self.step == self.config.steps:
                     break
                 if self.step % self.config.checkpoint_every == 0:
@@ -420,36 +409,32 @@ class Trainer:
             cb.on_preempted(self.step)
         raise Preempted(self.step, signum or signal.SIGTERM)
 
-    @staticmethod
-    def _new_window() -> dict:
-        return {"loss": 0.0, "steps": 0, "samples": 0, "tokens": 0, "positions": 0, "data_wait": 0.0,
-                "since": time.perf_counter()}
-
-    def _log(self, window: dict) -> None:
-        elapsed = max(time.perf_counter() - window["since"], 1e-9)
-        loss = self.world.sum(torch.as_tensor(window["loss"], device=self.device))
+    def _log(self) -> None:
+        window = self.window
+        elapsed = window.elapsed()
+        loss = self.world.sum(torch.as_tensor(window.loss, device=self.device))
         metrics = {
-            "loss": float(loss) / window["steps"],
+            "loss": float(loss) / window.steps,
             "lr": self.learning_rate(self.step - 1),
-            "samples_per_s": window["samples"] / elapsed,
-            "tokens_per_s": window["tokens"] / elapsed,
+            "samples_per_s": window.samples / elapsed,
+            "tokens_per_s": window.tokens / elapsed,
             **self._speed(window, elapsed),
         }
         self._check_finite(metrics["loss"])
         self.last_metrics = metrics
         for cb in self.callbacks:
             cb.on_log(self.step, metrics)
-        window.update(self._new_window())
+        self.window = LogWindow()
 
-    def _speed(self, window: dict, elapsed: float) -> dict[str, float]:
+    def _speed(self, window: LogWindow, elapsed: float) -> dict[str, float]:
         """The window's share of time waiting for data, its padding share, and its model-FLOPs
         utilisation on real tokens and on padded shapes (train/throughput.py). Tokens and positions
         are this process's, set against one device's peak."""
         if self.peak_flops is None:
             self.peak_flops = matmul_peak(self.device, torch.bfloat16 if self.amp else torch.float32)
-        real, padded = window["tokens"] / self.world.size, window["positions"] / self.world.size
+        real, padded = window.tokens / self.world.size, window.positions / self.world.size
         flops = (self.flops_per_position or 0.0) / elapsed / self.peak_flops
-        return {"data_wait_share": window["data_wait"] / elapsed, "padding_share": 1 - real / max(padded, 1),
+        return {"data_wait_share": window.data_wait / elapsed, "padding_share": 1 - real / max(padded, 1),
                 "mfu_real": flops * real, "mfu_padded": flops * padded}
 
     def _check_finite(self, window_loss: float) -> None:
