@@ -22,9 +22,8 @@ from tprepro.data.shards import Dataset
 from tprepro.errors import TpreproError
 from tprepro.io import atomic_files, atomic_write_text
 from tprepro.params import TrainConfig
+from tprepro.train.files import MODEL_FILE, TRAIN_METRICS
 
-MODEL_FILE = "model.pt"
-TRAIN_METRICS = "train_metrics.json"
 ROLE_SAMPLE = 64  # training rows whose role one-hotness is logged at every checkpoint (discrete-role models)
 
 

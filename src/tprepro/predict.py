@@ -15,7 +15,7 @@ from typing import BinaryIO, TextIO
 from tprepro.errors import TpreproError
 from tprepro.evaluate.answering import answer
 from tprepro.experiments import experiments
-from tprepro.pipeline import MODEL_FILE
+from tprepro.train.files import MODEL_FILE
 
 
 def read_questions(arguments: list[str], source: BinaryIO | None, name: str | None = None) -> list[str]:

@@ -14,7 +14,7 @@ import torch
 
 from tprepro.data.codecs import kind_of, load_object
 from tprepro.evaluate.evaluate import load_trained, predict
-from tprepro.pipeline import MODEL_FILE
+from tprepro.train.files import MODEL_FILE
 
 
 def answer(model_dir: Path, questions: list[str], batch_size: int = 64, max_length: int = 64,

@@ -22,7 +22,7 @@ from tprepro import __version__
 from tprepro.data.codecs import CodecKind, kind_of, register
 from tprepro.evaluate.answering import answer_with
 from tprepro.evaluate.evaluate import load_trained
-from tprepro.pipeline import MODEL_FILE
+from tprepro.train.files import MODEL_FILE
 
 ARTIFACT = "model"  # a logged model's default name (the pipeline's: pipeline.logged_model_name)
 FILES = "tprepro_model"  # its artifact holding the model directory: artifacts/tprepro_model/model.pt

@@ -7,11 +7,22 @@ core or to the arch's family; the size blocks the presets share are at the end."
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from tprepro.errors import TpreproError, unknown
 
-INITS = ("authors", "authors_xavier", "paper_literal", "pytorch")  # models/initialisation.py
+
+class Init(StrEnum):
+    """The weight initialisation schemes (models/initialisation.py; config field `init`, stored as its string)."""
+
+    AUTHORS = "authors"
+    AUTHORS_XAVIER = "authors_xavier"
+    PAPER_LITERAL = "paper_literal"
+    PYTORCH = "pytorch"
+
+
+INITS = tuple(scheme.value for scheme in Init)
 RENAMED_INITS = {"paper": "paper_literal"}  # names stored in models exported before the rename
 
 

@@ -34,19 +34,17 @@ from torch import nn
 
 from tprepro.models.attention import MultiHeadAttention
 from tprepro.models.binding import ContinuousRoleBinding
-from tprepro.models.config import INITS
+from tprepro.models.config import INITS, Init
 from tprepro.models.tpr_bindings import FullTensorBinding
-
-AUTHORS, AUTHORS_XAVIER, PAPER_LITERAL, PYTORCH = INITS
 
 
 def initialise(model: nn.Module, tokens: nn.Embedding, role: nn.Linear | None, scheme: str) -> None:
     """Initialise `model` in place by `scheme`. `tokens` is E and `role` is W^(p), b^(p) (or None)."""
-    if scheme in (AUTHORS, AUTHORS_XAVIER):
-        init_authors(model, tokens, role, xavier_tp_attention=scheme == AUTHORS_XAVIER)
-    elif scheme == PAPER_LITERAL:
+    if scheme in (Init.AUTHORS, Init.AUTHORS_XAVIER):
+        init_authors(model, tokens, role, xavier_tp_attention=scheme == Init.AUTHORS_XAVIER)
+    elif scheme == Init.PAPER_LITERAL:
         init_paper_literal(model, tokens, role)
-    elif scheme != PYTORCH:
+    elif scheme != Init.PYTORCH:
         raise ValueError(f"unknown init scheme {scheme!r}; known: {', '.join(INITS)}")
 
 

@@ -57,7 +57,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from tprepro.data.tuple_ids import ARG_NONE, ARG_PAD, REL_BOS, REL_EOS, REL_PAD
 from tprepro.errors import TpreproError
-from tprepro.models.config import NO_BINDING, ModelConfig, check_positive
+from tprepro.models.config import NO_BINDING, Init, ModelConfig, check_positive
 from tprepro.models.registry import register_arch, register_preset
 from tprepro.models.tpr_encoder import EncoderOutput, TPREncoder
 from tprepro.models.tuple_decoder import LinearReadout, TupleDecoder, UnbindingReadout
@@ -178,7 +178,7 @@ class N2FModel(nn.Module):
                                     authors_code=n2f.variant == "authors_code")
         plain = (encoder, decoder) == ("lstm", "lstm")
         self.reasoning = None if plain else ReasoningMLP(self.encoder.d_summary, d_state, n2f.reasoning_layers)
-        if cfg.init == "authors":
+        if cfg.init == Init.AUTHORS:
             init_authors_code(self)
 
     def encode(self, src: Tensor) -> tuple[EncoderOutput, tuple[Tensor, Tensor], Tensor]:
@@ -255,7 +255,7 @@ class N2FModel(nn.Module):
         return torch.cat(decoded, dim=1)
 
 
-N2F_INITS = ("pytorch", "authors")
+N2F_INITS = (Init.PYTORCH.value, Init.AUTHORS.value)
 
 
 @torch.no_grad()

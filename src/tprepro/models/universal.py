@@ -23,9 +23,9 @@ from torch import Tensor, nn
 from tprepro.errors import TpreproError
 from tprepro.models.act import AdaptiveComputation, StepFn
 from tprepro.models.attention import KVCache
-from tprepro.models.config import NO_BINDING, TINY_SIZES, ModelConfig, check_positive
+from tprepro.models.config import NO_BINDING, TINY_SIZES, Init, ModelConfig, check_positive
 from tprepro.models.registry import register_arch, register_preset
-from tprepro.models.initialisation import PYTORCH, initialise
+from tprepro.models.initialisation import initialise
 from tprepro.models.transformer import (ATTENTION_SETTINGS, DecoderCache, DecoderLayer, EncoderLayer, InputEmbedding,
                                         sinusoid_table)
 
@@ -137,7 +137,7 @@ class AdaptiveUniversalTransformer(UniversalTransformer):
         act = cfg.family
         self.encoder_act = AdaptiveComputation(cfg.d_model, act.act_max_steps, act.act_epsilon)
         self.decoder_act = AdaptiveComputation(cfg.d_model, act.act_max_steps, act.act_epsilon)
-        if cfg.init != PYTORCH:  # the halting unit is in neither paper nor the authors' code
+        if cfg.init != Init.PYTORCH:  # the halting unit is in neither paper nor the authors' code
             for act in (self.encoder_act, self.decoder_act):
                 nn.init.xavier_uniform_(act.halt.weight)
                 nn.init.zeros_(act.halt.bias)
