@@ -158,10 +158,10 @@ COMMON = ("params", "io.py", "errors.py")
 TRAINING = (*COMMON, "data", "models", "train", "evaluate", "pipeline.py", "tracking", "invocation.py")
 EVALUATION = (*COMMON, "data", "models", "evaluate", "train", "report", "pipeline.py", "tracking", "invocation.py")
 MODEL_CODE = ("models", "data/tuple_ids.py")  # the models package with what it imports: a table resolving presets
-PUBLISHING = (*COMMON, "report", "evaluate/__init__.py", "evaluate/curves.py", "train/callbacks.py", "pipeline.py",
-              "tracking", "invocation.py", "figures.py")
+PUBLISHING = (*COMMON, "report", "evaluate/__init__.py", "evaluate/curves.py", "train/callbacks.py", "train/files.py",
+              "pipeline.py", "tracking", "invocation.py", "figures.py")
 INTERPRETING = (*COMMON, "data", "models", "evaluate", "interpret", "train/checkpoint.py", "train/callbacks.py",
-                "pipeline.py", "tracking", "invocation.py", "figures.py")
+                "train/files.py", "pipeline.py", "tracking", "invocation.py", "figures.py")
 
 
 @functools.cache
