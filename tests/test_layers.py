@@ -9,7 +9,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "tprepro"
 CORE = ("params", "data", "models", "train", "evaluate", "interpret", "report",
-        "io.py", "errors.py", "children.py", "invocation.py", "figures.py", "pipeline.py", "tracking")
+        "io.py", "errors.py", "children.py", "invocation.py", "figures.py", "pipeline.py", "tracking", "work.py")
 ENTRY_POINTS = {"cli.py", "predict.py", "workflow.py", "dvc_yaml.py", "dvc_commit.py", "__main__.py", "__init__.py",
                 "plan"}  # `tprepro plan`: the jobs of every experiment's stages
 
@@ -75,3 +75,19 @@ def test_the_plan_sits_above_the_workflow_helpers(path):
     (the references both read are in params/references.py): no import circle."""
     back = [module for _, module in imported_modules(path) if module == "tprepro.workflow"]
     assert not back, f"{path.name} imports tprepro.workflow"
+
+
+@pytest.mark.parametrize("path", sorted((SRC / "experiments").rglob("*.py")), ids=lambda p: str(p.relative_to(SRC)))
+def test_the_registry_and_the_experiments_import_no_entry_point(path):
+    """A stage declares its work with the core's builders (tprepro.work); the plan and the workflow
+    helpers read the registry, never the other way: no circle among plan, workflow and the registry."""
+    upward = [module for _, module in imported_modules(path)
+              if module.split(".")[:2] in (["tprepro", "plan"], ["tprepro", "workflow"], ["tprepro", "cli"])]
+    assert not upward, f"{path.relative_to(SRC)} imports {upward}"
+
+
+@pytest.mark.parametrize("path", sorted((SRC / "evaluate").glob("*.py")), ids=lambda p: p.name)
+def test_evaluation_sits_below_the_pipeline(path):
+    """pipeline.py runs the evaluations; the evaluation modules import nothing of it (train/files.py names
+    the model file both use)."""
+    assert "tprepro.pipeline" not in [module for _, module in imported_modules(path)]

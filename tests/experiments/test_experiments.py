@@ -15,7 +15,7 @@ TOY_CLI = '''"""A toy experiment: one stage that counts to the params' train.ste
 from pathlib import Path
 
 from tprepro.experiments import COMMON, DvcStage, Experiment, Stage, options
-from tprepro.plan.work import Work
+from tprepro.work import Work
 
 
 def _counted(params: dict, item: dict) -> Work:

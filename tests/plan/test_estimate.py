@@ -6,7 +6,7 @@ from plan_kit import write_stage_rates, write_throughput
 from tprepro.errors import TpreproError
 from tprepro.plan.estimate import estimate, parameter_count
 from tprepro.plan.speeds import load_measurements
-from tprepro.plan.work import Work
+from tprepro.work import Work
 
 TRAIN = Work("train", 64_000, "transformer_paper", 1000, 64, 4, 3)
 

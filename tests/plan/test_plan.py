@@ -10,7 +10,8 @@ from plan_kit import write_stage_rates, write_throughput
 from tprepro.plan.jobs import jobs, upstream
 from tprepro.plan.plan import MARGIN, MIN_RUNTIME, WARNING_MINUTES, make_plan
 from tprepro.plan.speeds import load_measurements
-from tprepro.plan.work import Work, work
+from tprepro.plan.work import work
+from tprepro.work import Work
 
 
 @pytest.mark.parametrize("config", ["params.yaml", "workflow/configs/paper.yaml"])

@@ -20,7 +20,7 @@ from typing import Any, Callable
 from tprepro.data.codecs import CodecKind
 from tprepro.data.codecs import register as register_codec
 from tprepro.params import ExperimentRules, read_yaml, register_rules
-from tprepro.plan.work import Work, fixed
+from tprepro.work import Work, fixed
 
 Runner = Callable[[argparse.Namespace], "int | None"]
 
@@ -118,7 +118,7 @@ class Stage:
     # The params `cluster:` family its jobs request SLURM resources from (data, vocab, train, evaluate,
     # tables; workflow.stage_resources); None: its jobs run where Snakemake runs (a local rule).
     family: str | None = None
-    # What one job does under the params, given its matrix values (tprepro.plan.work): what `tprepro plan`
+    # What one job does under the params, given its matrix values (tprepro.work): what `tprepro plan`
     # prices and the SLURM runtimes are derived from.
     work: Callable[[dict, dict], Work] = fixed
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from tprepro.plan.speeds import Measurements
-from tprepro.plan.work import Work
+from tprepro.work import Work
 
 WEIGHT_COPIES = 5  # a training job's fp32 weight copies on disk: its checkpoint (weights + Adam's two
 #                    moments, one file, overwritten), model.pt and the MLflow model it logs

@@ -12,7 +12,8 @@ from tprepro.plan.critical_path import critical_path, schedule
 from tprepro.plan.estimate import Estimate, estimate
 from tprepro.plan.jobs import Job, jobs, upstream
 from tprepro.plan.speeds import BENCHMARKS, Measurements, load_measurements
-from tprepro.plan.work import Work, work
+from tprepro.plan.work import work
+from tprepro.work import Work
 
 MARGIN = 1.5  # a derived SLURM runtime: the estimate times this, rounded up to whole minutes,
 MIN_RUNTIME = 10  # and at least this many minutes (start-up on a busy node, a slow file system)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from tprepro.errors import TpreproError, suggestion
 from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE, TRAIN_SPLITS, validate_module
 from tprepro.params import reraise_with_key
-from tprepro.plan.work import Work, preset_of, training
+from tprepro.work import Work, preset_of, training
 
 
 def check_mathematics(params: dict, source: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from tprepro.errors import TpreproError
 from tprepro.experiments.n2f import TASKS
 from tprepro.params import check_train_settings, merge_overrides
-from tprepro.plan.work import Work, preset_of, training
+from tprepro.work import Work, preset_of, training
 
 
 def n2f_train(params: dict, task: str | None = None) -> dict:

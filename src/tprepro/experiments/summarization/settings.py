@@ -6,7 +6,7 @@ from pathlib import Path
 
 from tprepro.errors import TpreproError
 from tprepro.params import check_train_settings, merge_overrides
-from tprepro.plan.work import Work, preset_of, training
+from tprepro.work import Work, preset_of, training
 
 # Where each release format lies in the CI corpus (corpus.write_releases) when a dataset's path is null.
 CORPUS_PATHS = {"huggingface": "{dataset}", "stories": "cnndm_stories", "wikihow_csv": "wikihow/wikihowAll.csv",

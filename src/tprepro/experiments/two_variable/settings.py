@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tprepro.experiments.two_variable.data import split_sizes
 from tprepro.params import check_train_settings, merge_overrides, reraise_with_key
-from tprepro.plan.work import Work, preset_of, training
+from tprepro.work import Work, preset_of, training
 
 
 def two_variable_train(params: dict) -> dict:
