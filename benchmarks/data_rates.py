@@ -21,10 +21,8 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
 import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 from collections import defaultdict
@@ -33,9 +31,9 @@ from pathlib import Path
 from tprepro.experiments import experiments
 from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE, TRAIN_SPLITS, split_modules
 from tprepro.params import load_params
-from tprepro.plan.speeds import BENCHMARKS, DataRate, write_data_rates
+from tprepro.plan.speeds import DataRate, write_data_rates
 
-TIMED = Path(__file__).resolve().parent / "timed_tprepro.sh"
+from measure_jobs import measurement_arguments, timed_job  # benchmarks/ is the script's folder
 
 
 def grid_jobs(params: dict) -> list[tuple[str, str, int]]:
@@ -47,13 +45,12 @@ def grid_jobs(params: dict) -> list[tuple[str, str, int]]:
 
 def measure(params_path: str, times: Path, tprepro: str) -> None:
     """Run every data job of `params_path` through the timing wrapper, one at a time, into a scratch folder."""
-    env = {**os.environ, "TPREPRO_REAL": tprepro, "TPREPRO_JOB_TIMES": str(times)}
     jobs = grid_jobs(load_params(params_path, models=False))
     with tempfile.TemporaryDirectory(prefix="data-rates-") as scratch:
         for number, (split, module, _) in enumerate(jobs, start=1):
             out = Path(scratch) / split / module
-            subprocess.run(["bash", str(TIMED), "data", "--params", params_path, "--split", split, "--module", module,
-                            "--out", str(out), "--processes", "1"], env=env, check=True, stdout=subprocess.DEVNULL)
+            timed_job(["data", "--params", params_path, "--split", split, "--module", module, "--out", str(out),
+                       "--processes", "1"], times, tprepro)
             shutil.rmtree(out)
             print(f"{number}/{len(jobs)} {split}/{module}", flush=True)
 
@@ -90,12 +87,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--measure", metavar="PARAMS", help="run PARAMS' data jobs one at a time, timed, into --times")
     parser.add_argument("--times", type=Path, help="with --measure: the JSON-lines file to append to")
-    parser.add_argument("--tprepro", default=str(Path(sys.executable).with_name("tprepro")), help="the real tprepro")
     parser.add_argument("--run", action="append", default=[], metavar="PARAMS=TIMES",
                         help="a measured size: a params file and its data jobs' timing records (two or more)")
-    parser.add_argument("--commit", help="the commit the runs measured")
-    parser.add_argument("--kind", default="cpu", help="device kind the file is for")
-    parser.add_argument("--root", type=Path, default=BENCHMARKS, help="measurements folder: writes <root>/data/<kind>.json")
+    measurement_arguments(parser, commit_required=False)  # writes <root>/data/<kind>.json
     args = parser.parse_args()
     experiments()
     if args.measure:

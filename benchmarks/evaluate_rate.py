@@ -20,10 +20,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
-import os
 import shlex
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -33,10 +30,11 @@ import numpy as np
 from tprepro.experiments import experiments
 from tprepro.params import EXTENDS, load_params
 from tprepro.plan.jobs import jobs
-from tprepro.plan.speeds import BENCHMARKS, update_stage_rate
+from tprepro.plan.speeds import update_stage_rate
 from tprepro.plan.work import work
 
-TIMED = Path(__file__).resolve().parent / "timed_tprepro.sh"
+from measure_jobs import measurement_arguments, timed_job  # benchmarks/ is the script's folder
+
 STAGE = "evaluate"
 
 
@@ -47,14 +45,11 @@ def sized_params(params: Path, train_sample: int, folder: Path) -> Path:
     return path
 
 
-def timed_job(command: str, run_dir: Path, params: Path, out: Path, times: Path, tprepro: str, threads: int) -> float:
-    """CPU seconds of one evaluation job of the run in `run_dir`, under `params`, its table written to `out`."""
+def evaluation(command: str, out: Path) -> list[str]:
+    """The arguments of a planned evaluation job's `command`, its table written to `out` instead."""
     argv = shlex.split(command)[1:]  # without "tprepro"
     argv[argv.index("--out") + 1] = str(out)
-    env = {**os.environ, "TPREPRO_REAL": tprepro, "TPREPRO_JOB_TIMES": str(times), "TPREPRO_PARAMS": str(params),
-           "OMP_NUM_THREADS": str(threads)}
-    subprocess.run(["bash", str(TIMED), *argv], cwd=run_dir, env=env, check=True, stdout=subprocess.DEVNULL)
-    return json.loads(times.read_text().splitlines()[-1])["cpu_s"]
+    return argv
 
 
 def fit(points: list[tuple[str, int, float]]) -> tuple[float, dict[str, float]]:
@@ -76,10 +71,7 @@ def main() -> int:
     parser.add_argument("--params", type=Path, required=True, help="that run's params file")
     parser.add_argument("--train-sample", type=int, nargs="+", default=[300, 1500, 6000, 20000])
     parser.add_argument("--threads", type=int, default=1, help="torch threads of each evaluation job")
-    parser.add_argument("--commit", required=True)
-    parser.add_argument("--kind", default="cpu")
-    parser.add_argument("--tprepro", default=str(Path(sys.executable).with_name("tprepro")), help="the real tprepro")
-    parser.add_argument("--root", type=Path, default=BENCHMARKS)
+    measurement_arguments(parser)
     args = parser.parse_args()
     if len(set(args.train_sample)) < 2:
         parser.error("--train-sample: two or more sizes")
@@ -92,8 +84,9 @@ def main() -> int:
             params = load_params(str(params_path))
             for job in (j for j in jobs(params) if j.stage == STAGE):
                 done = work(params, STAGE, job.values)
-                seconds = timed_job(job.command, args.run_dir, params_path, Path(scratch) / "eval.csv",
-                                    Path(scratch) / "times.jsonl", args.tprepro, args.threads)
+                seconds = timed_job(evaluation(job.command, Path(scratch) / "eval.csv"), Path(scratch) / "times.jsonl",
+                                    args.tprepro, cwd=args.run_dir, TPREPRO_PARAMS=str(params_path),
+                                    OMP_NUM_THREADS=str(args.threads))
                 points.append((done.preset, done.items, seconds))
                 print(f"{done.preset:24} {size:>12} {done.items:>9,} {seconds:>8.2f}", flush=True)
     largest = max(n for _, n, _ in points)

@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -25,11 +23,10 @@ from tprepro.data.shards import open_dataset, shard_name, write_manifest
 from tprepro.experiments import experiments
 from tprepro.experiments.mathematics.modules import TRAIN_SPLITS
 from tprepro.params import load_params
-from tprepro.plan.speeds import BENCHMARKS, update_stage_rate
+from tprepro.plan.speeds import update_stage_rate
 
 from data_rates import fit  # the same least squares as the data jobs' (benchmarks/ is the script's folder)
-
-TIMED = Path(__file__).resolve().parent / "timed_tprepro.sh"
+from measure_jobs import measurement_arguments, timed_job
 
 
 def replicate(source: Path, target: Path, copies: int) -> int:
@@ -52,11 +49,8 @@ def replicate(source: Path, target: Path, copies: int) -> int:
 
 def timed_vocab(params: str, train: Path, times: Path, tprepro: str) -> float:
     """CPU seconds of one `tprepro vocab` over the split folders under `train`."""
-    env = {**os.environ, "TPREPRO_REAL": tprepro, "TPREPRO_JOB_TIMES": str(times)}
-    subprocess.run(["bash", str(TIMED), "vocab", "--params", params, "--train",
-                    *(str(train / split) for split in TRAIN_SPLITS), "--out", str(train / "vocab.json")],
-                   env=env, check=True, stdout=subprocess.DEVNULL)
-    return json.loads(times.read_text().splitlines()[-1])["cpu_s"]
+    return timed_job(["vocab", "--params", params, "--train", *(str(train / split) for split in TRAIN_SPLITS),
+                      "--out", str(train / "vocab.json")], times, tprepro)
 
 
 def main() -> int:
@@ -64,10 +58,7 @@ def main() -> int:
     parser.add_argument("--data", type=Path, required=True, help="a finished run's data/mathematics folder")
     parser.add_argument("--params", required=True, help="that run's params file")
     parser.add_argument("--copies", type=int, nargs="+", default=[1, 20, 100])
-    parser.add_argument("--commit", required=True)
-    parser.add_argument("--kind", default="cpu")
-    parser.add_argument("--tprepro", default=str(Path(sys.executable).with_name("tprepro")), help="the real tprepro")
-    parser.add_argument("--root", type=Path, default=BENCHMARKS)
+    measurement_arguments(parser)
     args = parser.parse_args()
     if len(set(args.copies)) < 2:
         parser.error("--copies: two or more sizes")
