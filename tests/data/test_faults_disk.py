@@ -101,7 +101,7 @@ def test_kill_9_of_tprepro_data_kills_its_generator_child(tmp_path, generate_pyt
     try:
         child = wait_for(lambda: children(process.pid), 60, "the generator child")[0]
         assert "tprepro.experiments.mathematics.data_stage" in Path(f"/proc/{child}/cmdline").read_text()
-        wait_for(lambda: list(out.parent.glob(f".{MODULE}.*.tmp/part-*.parquet")), 120, "a first partial shard")
+        wait_for(lambda: list(out.parent.glob(f".{MODULE}.resume/part-*.json")), 120, "a first finished shard")
         os.kill(process.pid, signal.SIGKILL)
         process.wait()
         wait_for(lambda: not alive(child), 10, f"the generator child {child} to die with its parent")
@@ -113,16 +113,16 @@ def test_kill_9_of_tprepro_data_kills_its_generator_child(tmp_path, generate_pyt
 
 
 @pytest.mark.slow  # the real generator in the generation venv, twice
-def test_after_sigterm_to_the_group_a_rerun_cleans_the_partial_output(tmp_path, generate_python):
+def test_after_sigterm_to_the_group_a_rerun_under_other_settings_discards_the_kept_shards(tmp_path, generate_python):
     process, out = start_long_data_stage(tmp_path, generate_python)
     try:
-        wait_for(lambda: list(out.parent.glob(f".{MODULE}.*.tmp/part-*.parquet")), 120, "a first partial shard")
+        wait_for(lambda: list(out.parent.glob(f".{MODULE}.resume/part-*.json")), 120, "a first finished shard")
         os.killpg(process.pid, signal.SIGTERM)
         assert process.wait(timeout=30) != 0
     finally:
         kill_group(process)
-    stale = list(out.parent.glob(f".{MODULE}.*.tmp"))
-    assert stale and not out.exists()  # the crash really left partial shards behind
+    kept = out.parent / f".{MODULE}.resume"
+    assert list(kept.glob("part-*.parquet")) and not out.exists()  # finished shards kept, no dataset
     params = load_default_params()
     params["data"].update(train_per_module=30, rows_per_shard=20)
     path = write_params(tmp_path / "small.yaml", params)
@@ -132,7 +132,7 @@ def test_after_sigterm_to_the_group_a_rerun_cleans_the_partial_output(tmp_path, 
         cwd=tmp_path, env=tool_env(TPREPRO_GENERATE_PYTHON=generate_python), capture_output=True, text=True,
     )
     assert rerun.returncode == 0, rerun.stderr[-2000:]
-    assert f"removed {stale[0]}" in rerun.stdout + rerun.stderr
+    assert f"discarded {kept}" in rerun.stdout + rerun.stderr  # its shards were made under other settings
     assert not list(out.parent.glob(f".{MODULE}.*")), "stale temporary directories remain"
     assert open_dataset(out).rows == 30
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import Iterator
 
@@ -46,6 +47,7 @@ class FinishedShards:
         try:
             if self.path.is_dir() and self._recorded_identity() != self.identity:
                 shutil.rmtree(self.path)
+                print(f"discarded {self.path}: shards of another job's settings", file=sys.stderr, flush=True)
             self.path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise write_error(self.target, exc) from exc
