@@ -9,7 +9,7 @@ from pathlib import Path
 from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE, SPLITS, TRAIN_SPLITS
 from tprepro.experiments.mathematics.settings import (check_mathematics, data_work, evaluate_work, train_work,
                                                       vocab_work)
-from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, MODEL_CODE, PUBLISHING, SHARED_OPTIONS, TRAINING,
+from tprepro.experiments import (PIPELINE, COMMON, EVALUATION, INTERPRETING, MODEL_CODE, PUBLISHING, SHARED_OPTIONS, TRAINING,
                                  DvcStage, Experiment, Option, Reported, Stage, accuracy_bars, learning_curve,
                                  model_bars, model_curves, options, plot_data,
                                  table_arguments, table_files, table_outputs, train_arguments, trained)
@@ -168,7 +168,7 @@ EXPERIMENT = Experiment(
         Stage("vocab", "build the character vocabulary from the training shards",
               options(train=TRAIN_DATA, out="vocabulary file to write (JSON)"), _vocab,
               code=(*COMMON, "experiments/mathematics/stages.py", "experiments/mathematics/modules.py",
-                    "data/shards.py", "data/vocab.py", "data/batching.py", "pipeline.py"),
+                    "data/shards.py", "data/vocab.py", "data/batching.py", *PIPELINE),
               params=("vocab", "grid.modules"),
               family="vocab", work=vocab_work,
               dvc=(DvcStage(f"tprepro vocab --out {VOCAB}",

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from tprepro.data.codecs import CodecKind
 from tprepro.experiments.n2f.settings import check_n2f, data_work, evaluate_work, train_work
-from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, MODEL_CODE, PUBLISHING, TRAINING, DvcStage,
+from tprepro.experiments import (PIPELINE, COMMON, EVALUATION, INTERPRETING, MODEL_CODE, PUBLISHING, TRAINING, DvcStage,
                                  Experiment, Option, Reported, Stage, model_bars, options, table_arguments, table_files,
                                  table_outputs, test_arguments, train_arguments, trained)
 from tprepro.experiments.n2f import TASKS
@@ -76,7 +76,7 @@ BARS_PLOT = "results/plots/${item.task}.csv"
 
 # What importing the tasks brings (tuples.py: the reserved tuple ids; tuple_vocab.py: batching;
 # tasks.py: report/published.py; stages.py: pipeline.py), beside the experiment's own package.
-TASK_CODE = ("experiments/n2f", "data/shards.py", "data/tuple_ids.py", "data/batching.py", "report", "pipeline.py")
+TASK_CODE = ("experiments/n2f", "data/shards.py", "data/tuple_ids.py", "data/batching.py", "report", *PIPELINE)
 EXPERIMENT = Experiment(
     name="n2f",
     title="Chen et al. 2020: TP-N2F and its baselines on MathQA (Table 1) and AlgoLisp (Table 2)",

@@ -8,7 +8,7 @@ from tprepro.data.codecs import CodecKind
 from tprepro.experiments.summarization import DOCUMENTS_SUFFIX
 from tprepro.experiments.summarization.settings import (check_summarization, data_work, evaluate_work,
                                                         train_work)
-from tprepro.experiments import (COMMON, EVALUATION, PUBLISHING, TRAINING, DvcStage, Experiment, Option, Stage,
+from tprepro.experiments import (PIPELINE, COMMON, EVALUATION, PUBLISHING, TRAINING, DvcStage, Experiment, Option, Stage,
                                  model_bars, options, plot_data, table_arguments, table_files, table_outputs, trained)
 
 
@@ -49,7 +49,7 @@ DATA_DIR = Option("the dataset's data directory")
 
 S = "experiments/summarization"
 DATA_CODE = (f"{S}/__init__.py", f"{S}/corpus.py", f"{S}/loaders.py", f"{S}/tokenizer.py", f"{S}/settings.py",
-             f"{S}/stages.py", "data/shards.py", "data/batching.py", "pipeline.py")
+             f"{S}/stages.py", "data/shards.py", "data/batching.py", *PIPELINE)
 CODEC = CodecKind("tprepro.experiments.summarization.tokenizer:SubwordCodec",
                   answer="tprepro.experiments.summarization.stages:answer_documents")
 # dvc.yaml's paths: a run's dataset, model and seed range over RUNS.
@@ -71,7 +71,7 @@ EXPERIMENT = Experiment(
     stages=(
         Stage("summarization-corpus", "write the CI corpus (stdlib docstrings) in every release format",
               options(out="directory for the release files"), _corpus,
-              code=(*COMMON, f"{S}/__init__.py", f"{S}/corpus.py", f"{S}/stages.py", "pipeline.py"),
+              code=(*COMMON, f"{S}/__init__.py", f"{S}/corpus.py", f"{S}/stages.py", *PIPELINE),
               params=("summarization.corpus",),
               family="data",
               dvc=(DvcStage(f"tprepro summarization-corpus --out {CORPUS}", outs=(CORPUS,)),)),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tprepro.experiments.two_variable.settings import check_two_variable, data_work, evaluate_work, train_work
-from tprepro.experiments import (COMMON, EVALUATION, INTERPRETING, MODEL_CODE, PUBLISHING, SHARED_OPTIONS, TRAINING,
+from tprepro.experiments import (PIPELINE, COMMON, EVALUATION, INTERPRETING, MODEL_CODE, PUBLISHING, SHARED_OPTIONS, TRAINING,
                                  DvcStage, Experiment, Reported, Stage, accuracy_bars, learning_curve, model_bars,
                                  model_curves, options, plot_data,
                                  table_arguments, table_files, table_outputs, test_arguments, train_arguments,
@@ -64,7 +64,7 @@ EXPERIMENT = Experiment(
         Stage("two-variable-data", "generate the two-variable arithmetic data (train/ and test/) and its vocabulary",
               options(out="directory for the train/ and test/ datasets", vocab="vocabulary file to write"), _data,
               code=(*COMMON, "experiments/two_variable/data.py", "experiments/two_variable/stages.py",
-                    "data/shards.py", "data/vocab.py", "data/batching.py", "pipeline.py"),
+                    "data/shards.py", "data/vocab.py", "data/batching.py", *PIPELINE),
               params=("two_variable.data", "vocab"),
               family="data", work=data_work,
               dvc=(DvcStage(f"tprepro two-variable-data --out {DATA} --vocab {VOCAB}",
