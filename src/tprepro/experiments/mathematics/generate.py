@@ -301,7 +301,8 @@ def generate_dataset(
     identity = {"split": split, "module": module, "seed": seed, "count": count, "rows_per_shard": rows_per_shard,
                 "error_rate": error_rate, "generator": GENERATOR}
     finished = FinishedShards(Path(out), identity)
-    todo = [task for task in tasks if task[3] not in finished.open()]
+    kept = finished.open()
+    todo = [task for task in tasks if task[3] not in kept]
     if len(todo) < len(tasks):
         print(f"{split}/{module}: {len(tasks) - len(todo)} of {len(tasks)} shards kept from an interrupted earlier "
               f"run ({finished.path})", file=sys.stderr, flush=True)
