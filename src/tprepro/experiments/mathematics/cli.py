@@ -144,7 +144,7 @@ EXPERIMENT = Experiment(
               _data,
               code=(*COMMON, "experiments/mathematics/data_stage.py", "experiments/mathematics/generate.py",
                     "experiments/mathematics/release.py", "experiments/mathematics/modules.py", "data/shards.py",
-                    "children.py"),
+                    "data/resume.py", "children.py"),
               params=("data",),
               family="data", work=data_work,
               dvc=(DvcStage("tprepro data --split ${item.split} --module ${item.module} "
