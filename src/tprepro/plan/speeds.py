@@ -278,16 +278,17 @@ def load_measurements(root: Path = BENCHMARKS) -> Measurements:
             variants.append(measured)
         else:
             throughput[measured.device_kind, measured.preset] = measured
-    rates = {}
-    for path in sorted((root / "stages").glob("*.json")):
-        measured = read_stage_rates(path)
+    return Measurements(throughput, _by_device_kind(root, "stages", read_stage_rates),
+                        _by_device_kind(root, "data", read_data_rates), variants)
+
+
+def _by_device_kind(root: Path, folder: str, reader) -> dict:
+    """{device kind: its measurement} of the files <root>/<folder>/<device_kind>.json, each read by `reader`."""
+    found = {}
+    for path in sorted((root / folder).glob("*.json")):
+        measured = reader(path)
         if path.stem != measured.device_kind:
-            raise TpreproError(f"{path}: device_kind {measured.device_kind!r}: the file must be <device_kind>.json")
-        rates[measured.device_kind] = measured
-    data = {}
-    for path in sorted((root / "data").glob("*.json")):
-        measured = read_data_rates(path)
-        if path.stem != measured.device_kind:
-            raise TpreproError(f"{path}: device_kind {measured.device_kind!r}: the file must be data/<device_kind>.json")
-        data[measured.device_kind] = measured
-    return Measurements(throughput, rates, data, variants)
+            raise TpreproError(f"{path}: device_kind {measured.device_kind!r}: the file must be "
+                               f"{folder}/<device_kind>.json")
+        found[measured.device_kind] = measured
+    return found
