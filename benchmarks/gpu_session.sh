@@ -18,7 +18,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-results/benchmarks/gpu-session}
 mkdir -p "$OUT"
-if compgen -G ".whl/*.whl" > /dev/null; then
+if ! python3 -c "import jsonschema" 2>/dev/null && compgen -G ".whl/*.whl" > /dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
   export PYTHONPATH=/tmp/site
 fi
