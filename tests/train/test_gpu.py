@@ -5,7 +5,7 @@
 - cached against uncached greedy decoding on the GPU: the same tokens, and the incremental
   logits equal the full-prefix logits;
 - packed rows (train.packing, FlexAttention document masks) against padded rows, eager and compiled:
-  loss and gradients.
+  loss and gradients; their step's FLOPs counted.
 Run them with `pytest -m gpu` on a machine with a CUDA device.
 """
 
@@ -21,6 +21,7 @@ from tprepro.data.packing import pack
 from tprepro.data.vocab import build_vocab
 from tprepro.evaluate.decode import greedy_decode
 from tprepro.models import build_model, resolve_model_config
+from tprepro.train.throughput import flops_per_position
 from tprepro.train.trainer import batch_loss, optimizer_step
 from training_kit import sequence_loss
 
@@ -120,3 +121,12 @@ def test_packed_rows_under_flex_attention_match_padded_rows(preset, compiled, da
     torch.testing.assert_close(packed_loss, loss, rtol=1e-4, atol=1e-5)
     for packed_grad, grad in zip(packed_grads, grads):
         torch.testing.assert_close(packed_grad, grad, rtol=1e-3, atol=1e-5)
+
+
+def test_the_flops_of_a_packed_step_are_counted_on_cuda(data):
+    """The trainer counts a step's FLOPs on its first batch; a packed one attends through FlexAttention on
+    CUDA, which FlopCounterMode cannot run (benchmarks/gpu_session.sh stopped there on 2026-11-28)."""
+    vocab, _ = data
+    packed = pack(varied_sums(96, seed=3), vocab).to(torch.device("cuda"))
+    model = cuda_model("tp_transformer_tiny", vocab, dropout=0.0)
+    assert flops_per_position(lambda m, b: batch_loss(m, b, vocab.pad_id), model, packed) > 0

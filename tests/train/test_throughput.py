@@ -5,11 +5,15 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from tprepro.data.batching import Batch
+from tprepro.data.packing import pack
+from tprepro.data.vocab import Vocab
+from tprepro.models.attention import masks_of_kind
 from tprepro.models.registry import build_model, resolve_model_config
 from tprepro.train.callbacks import Callback
 from tprepro.train.throughput import PROBE_ROWS, flops_per_position, matmul_peak, step_flops
 from tprepro.train.trainer import Trainer, batch_loss
 
+from helpers import varied_sums
 from training_kit import SMALL, data, make_job  # noqa: F401  (the module-scoped data fixture)
 
 
@@ -45,6 +49,19 @@ def test_counting_leaves_the_rng_and_the_gradients_as_they_were():
     assert torch.equal(after_count, torch.rand(3))
     assert all(p.grad is None for p in model.parameters())
     assert PROBE_ROWS < batch.src.shape[0]
+
+
+def test_a_packed_batch_under_flex_attention_masks_is_counted_as_with_dense_masks():
+    """On CUDA packed batches attend through FlexAttention, whose op FlopCounterMode cannot run (the H100
+    session of 2026-11-28 stopped there); the count uses dense masks, which compute the same attention."""
+    vocab = Vocab(("<pad>", "<s>", "</s>", "<unk>", *" +-0123456789?Waehst"))
+    torch.manual_seed(0)
+    model = build_model(resolve_model_config("tp_transformer_tiny", {"dropout": 0.0}), **vocab.model_sizes())
+    packed = pack(varied_sums(24, seed=1), vocab, multiple=16)  # several problems share a row
+    count = lambda model, batch: batch_loss(model, batch, vocab.pad_id)  # noqa: E731
+    dense = step_flops(count, model, packed)
+    with masks_of_kind(flex=True):  # as on CUDA
+        assert step_flops(count, model, packed) == dense > 0
 
 
 def test_the_peak_is_a_plausible_matmul_rate():

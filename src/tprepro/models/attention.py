@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Union
 
@@ -18,6 +20,20 @@ if TYPE_CHECKING:
     from torch.nn.attention.flex_attention import BlockMask
 
 AttentionMask = Union[Tensor, "BlockMask"]  # a dense bool mask (True = may attend) or FlexAttention's block mask
+
+_flex_masks: bool | None = None  # document_mask's default kind; None: by device (set by masks_of_kind)
+
+
+@contextmanager
+def masks_of_kind(flex: bool | None) -> Iterator[None]:
+    """Within it, packed batches' masks are FlexAttention block masks (True), dense bool masks (False) or
+    chosen by device (None). A plain module global, not a ContextVar: a compiled forward only guards on it."""
+    global _flex_masks
+    before, _flex_masks = _flex_masks, flex
+    try:
+        yield
+    finally:
+        _flex_masks = before
 
 
 @dataclass
@@ -39,9 +55,10 @@ def document_mask(query_docs: Tensor, key_docs: Tensor, causal: bool = False,
     (-1 at padding). A padding query may attend to every key, so that no softmax row is empty (no real
     position attends to padding, so padding reaches no loss).
 
-    `flex` (default: on CUDA) gives a FlexAttention BlockMask (blocks of other problems are skipped), else a
-    dense bool mask [R, 1, T_q, T_k] for scaled_dot_product_attention: both give the same attention
-    (tests/models/test_packed_transformer.py)."""
+    `flex` (default: masks_of_kind's, else on CUDA) gives a FlexAttention BlockMask (blocks of other
+    problems are skipped), else a dense bool mask [R, 1, T_q, T_k] for scaled_dot_product_attention: both
+    give the same attention (tests/models/test_packed_transformer.py)."""
+    flex = _flex_masks if flex is None else flex
     if query_docs.is_cuda if flex is None else flex:
         from torch.nn.attention.flex_attention import create_block_mask
 

@@ -16,6 +16,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from tprepro.data.batching import Batch
+from tprepro.models.attention import masks_of_kind
 
 PROBE_ROWS = 4  # rows of the first batch whose step is counted: FLOPs grow linearly with rows
 
@@ -42,11 +43,13 @@ def synchronize(device: torch.device) -> None:
 
 def step_flops(loss_of, model: torch.nn.Module, batch: Batch) -> int:
     """FLOPs of forward, loss and backward of `model` on `batch`; `loss_of(model, batch)` returns the loss.
-    Leaves no gradients and the RNG states (dropout) as it found them."""
+    A packed batch is counted with dense masks: FlopCounterMode cannot run FlexAttention's higher-order op
+    (TypeError, torch 2.11 on an H100 and 2.13 on CPU), and both compute the same attention. Leaves no
+    gradients and the RNG states (dropout) as it found them."""
     cpu_rng = torch.get_rng_state()
     cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
     try:
-        with FlopCounterMode(display=False) as counter:
+        with masks_of_kind(flex=False), FlopCounterMode(display=False) as counter:
             loss_of(model, batch).backward()
         return counter.get_total_flops()
     finally:
