@@ -41,10 +41,9 @@ def stage_entry(stage: Stage, dvc: DvcStage) -> tuple[str, dict]:
     item = ("${key}" if dvc.foreach_key else "${item}") if dvc.foreach else r"${item.\1}"
     body = {"cmd": _Folded(dvc.cmd),
             "deps": [*dvc.deps, *(f"src/tprepro/{path}" for path in stage.code)],
-            "params": [re.sub(r"\{(\w+)\}", item, key) for key in stage.params]}
-    uncached = [{str(path): {"cache": False}} for path in dvc.results]  # str: a Reported path is a plain one here
-    for key, entries in (("outs", [*map(str, dvc.outs), *uncached]),
-                         ("metrics", [{str(path): {"cache": False}} for path in dvc.metrics]),
+            "params": [re.sub(r"\{(\w+)\}", item, key) for key in stage.params_keys]}
+    for key, entries in (("outs", [*map(str, dvc.outs), *map(str, dvc.results)]),  # str: a Reported path is plain here
+                         ("metrics", list(map(str, dvc.metrics))),
                          ("plots", list(dvc.plots))):
         if entries:
             body[key] = entries

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tprepro.errors import TpreproError
+from tprepro.params.layered import Layered
 from tprepro.params.references import (DVC_REFERENCE, axis_values, matched, params_value, pattern, setting,
                                        wildcard_of)
 
@@ -54,18 +55,29 @@ def _source_hash(path: str, mtime_ns: int) -> str:
 
 
 def settings(stage: str, params: dict) -> dict:
-    """A rule's `params:` entries for stage `stage`'s params keys (Stage.params), so Snakemake reruns
+    """A rule's `params:` entries for stage `stage`'s params keys (Stage.params_keys), so Snakemake reruns
     the rule when one of their values changes, as DVC does. A key with `{wildcards}` becomes a
-    function of the job's wildcards; the entry's name is the key in underscores (models_model)."""
+    function of the job's wildcards; the entry's name is the key in underscores (models_model). A shared
+    key of a Layered entry may be left out of a params file (an optional key: None)."""
     from tprepro.experiments import stage as registered
 
+    declared = registered(stage)
+    optional = {key for entry in declared.params if isinstance(entry, Layered) for key in entry.shared_keys()}
     entries = {}
-    for key in registered(stage).params:
+    for key in declared.params_keys:
         name = re.sub(r"\W", "_", key.replace("{", "").replace("}", ""))
         if name in entries:
             raise TpreproError(f"stage {stage}: params keys {key!r} and another both map to params.{name}")
-        entries[name] = _per_job(params, key) if "{" in key else setting(params, key)
+        if "{" in key:
+            entries[name] = _per_job(params, key)
+        else:
+            entries[name] = setting(params, key) if key not in optional else _optional_setting(params, key)
     return entries
+
+
+def _optional_setting(params: dict, key: str):
+    section, _, name = key.rpartition(".")
+    return setting(params, section).get(name)
 
 
 def _per_job(params: dict, key: str):

@@ -46,10 +46,13 @@ def test_settings_give_a_rule_the_values_of_its_stage_params_keys():
     from tprepro.workflow import settings
 
     params = {"n2f": {"algolisp": {"models": {"tp_n2f": {"d": 8}}, "train": {"steps": 3}}, "train": {"lr": 1}},
-              "train": {"steps": 9, "lr": 2}}
+              "train": {"steps": 9, "lr": 2, "betas": [0.9, 0.99]}}
     entries = settings("n2f-train", params)
-    assert list(entries) == ["n2f_task_models_model", "n2f_task_train", "n2f_train", "train"]
-    assert entries["n2f_train"] == {"lr": 1} and entries["train"] == params["train"]
+    # the shared train: keys one by one, less those n2f.train's schema requires (steps, lr, ...: never read)
+    assert list(entries)[:4] == ["n2f_task_models_model", "n2f_train", "n2f_task_train", "train_betas"]
+    assert not {"train_steps", "train_lr", "train"} & set(entries)
+    assert entries["n2f_train"] == {"lr": 1} and entries["train_betas"] == [0.9, 0.99]
+    assert entries["train_packing"] is None  # an optional key the file leaves out
     job = Wildcards(fromdict={"task": "algolisp", "model": "tp_n2f", "seed": "1"})
     assert entries["n2f_task_models_model"](job) == {"d": 8}
     assert entries["n2f_task_train"](job) == {"steps": 3}

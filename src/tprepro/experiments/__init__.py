@@ -20,6 +20,7 @@ from typing import Any, Callable
 from tprepro.data.codecs import CodecKind
 from tprepro.data.codecs import register as register_codec
 from tprepro.params import ExperimentRules, read_yaml, register_rules
+from tprepro.params.layered import Layered
 from tprepro.work import Work, fixed
 
 Runner = Callable[[argparse.Namespace], "int | None"]
@@ -36,9 +37,12 @@ class DvcStage:
     foreach: str | None = None  # a params reference; ${item} is each value
     foreach_key: bool = False  # foreach over a mapping: ${key} is each entry's name
     deps: tuple[str, ...] = ()  # the data it reads
-    outs: tuple[str, ...] = ()  # outputs DVC caches (data, models)
-    results: tuple[str, ...] = ()  # outputs left in the workspace only (small files, figures)
-    metrics: tuple[str, ...] = ()  # `dvc metrics show` files (not cached)
+    # Every output is cached, metrics and plots too: a DVC experiment records their hashes, so
+    # `dvc exp show`, `dvc metrics diff` and `dvc plots diff` read each experiment's own, and `dvc exp apply`
+    # restores them with its models (tests/workflow/test_dvc_experiments.py).
+    outs: tuple[str, ...] = ()  # data and models
+    results: tuple[str, ...] = ()  # what a user reads: tables, figures, run summaries
+    metrics: tuple[str, ...] = ()  # `dvc metrics show` files
     plots: tuple[dict, ...] = ()  # `dvc plots show` files with their chart (learning_curve, model_curves, ...)
 
     @property
@@ -68,28 +72,28 @@ def trained(model_dir: str) -> tuple[str, str]:
 def learning_curve(path: str, experiment: str) -> dict:
     """A run's learning_curve.csv as a DVC plot: held-out exact match per checkpoint (`experiment`:
     the title's first words, e.g. "Mathematics Dataset")."""
-    return {path: {"cache": False, "template": "exact_match_curve", "x": "step", "y": "heldout_exact_match",
+    return {path: {"template": "exact_match_curve", "x": "step", "y": "heldout_exact_match",
                    "x_label": "training step", "y_label": "held-out exact match",
                    "title": f"{experiment}: ${{item.model}} seed ${{item.seed}}, held-out exact match per checkpoint"}}
 
 
 def accuracy_bars(path: str, per: str, experiment: str) -> dict:
     """A run's evaluation CSV as a DVC plot: one bar per module (or type, `per`)."""
-    return {path: {"cache": False, "template": "accuracy_bars", "x": "accuracy", "y": "module", "y_label": per,
+    return {path: {"template": "accuracy_bars", "x": "accuracy", "y": "module", "y_label": per,
                    "title": f"{experiment}: ${{item.model}} seed ${{item.seed}}, exact-match accuracy per {per}"}}
 
 
 def model_curves(path: str, title: str) -> dict:
     """Every run's learning curve of an experiment (report.plots.write_curves) as one DVC plot: a
     colour per model (the figures' colours), a dash per seed."""
-    return {path: {"cache": False, "template": "model_curves", "x": "step", "y": "heldout_exact_match",
+    return {path: {"template": "model_curves", "x": "step", "y": "heldout_exact_match",
                    "x_label": "training step", "y_label": "held-out exact match", "title": title}}
 
 
 def model_bars(path: str, per: str, score: str, title: str) -> dict:
     """Scores per model, `per` (module, type or measure) and split (report.plots.write_bars) as one
     DVC plot: a panel per split, a bar per model in the figures' colours."""
-    return {path: {"cache": False, "template": "model_bars", "x": "accuracy", "y": "module", "x_label": score,
+    return {path: {"template": "model_bars", "x": "accuracy", "y": "module", "x_label": score,
                    "y_label": per, "title": title}}
 
 
@@ -106,9 +110,10 @@ class Stage:
     # generated dvc.yaml lists them as deps.
     code: tuple[str, ...] = ()
     # Params keys whose values decide this stage's outputs: a change reruns it. `{name}` is a rule
-    # wildcard (DVC's ${item.name}). The rules take them as params (workflow.settings); the
-    # generated dvc.yaml lists them.
-    params: tuple[str, ...] = ()
+    # wildcard (DVC's ${item.name}); a Layered entry is a shared section read under the experiment's
+    # overrides (params/layered.py). The rules take them as params (workflow.settings); the
+    # generated dvc.yaml lists them (params_keys).
+    params: tuple[str | Layered, ...] = ()
     # Data-parallel training: the number of processes this invocation asks for (params-dependent);
     # with more than one, the CLI relaunches the same argv as that many workers.
     processes: Callable[[argparse.Namespace], int] | None = None
@@ -126,6 +131,12 @@ class Stage:
     def rule(self) -> str:
         """Its Snakemake rule's name (and dvc.yaml stage's, unless a DvcStage names its own)."""
         return self.name.replace("-", "_")
+
+    @property
+    def params_keys(self) -> tuple[str, ...]:
+        """Its params keys, each Layered entry expanded (Layered.params_keys)."""
+        return tuple(key for entry in self.params
+                     for key in (entry.params_keys() if isinstance(entry, Layered) else (entry,)))
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from tprepro.data.codecs import CodecKind
-from tprepro.experiments.n2f.settings import check_n2f, data_work, evaluate_work, train_work
+from tprepro.experiments.n2f.settings import TRAIN_SETTINGS, check_n2f, data_work, evaluate_work, train_work
 from tprepro.experiments import (PIPELINE, COMMON, EVALUATION, INTERPRETING, MODEL_CODE, PUBLISHING, TRAINING, DvcStage,
                                  Experiment, Option, Reported, Stage, model_bars, options, table_arguments, table_files,
                                  table_outputs, test_arguments, train_arguments, trained)
@@ -99,7 +100,7 @@ EXPERIMENT = Experiment(
         Stage("n2f-train", "train one N2F model (resumes from its last checkpoint)",
               train_arguments("n2f.models", "n2f.seeds", task=TASK), _train,
               processes=_train_processes, code=(*TRAINING, *TASK_CODE),
-              params=("n2f.{task}.models.{model}", "n2f.{task}.train", "n2f.train", "train"),
+              params=("n2f.{task}.models.{model}", TRAIN_SETTINGS),
               family="train", work=train_work,
               dvc=(DvcStage("tprepro n2f-train --task ${item.task} --model ${item.model} --seed ${item.seed} "
                             f"--train {DATA}/train --vocab {DATA}/vocab.json --out {MODELS}/{RUN} "
@@ -118,7 +119,7 @@ EXPERIMENT = Experiment(
         Stage("n2f-tables", "the task's table (MathQA: Table 1, AlgoLisp: Table 2)",
               table_arguments(task=TASK, plot="each measure per model and split, the DVC plot's data (CSV)"),
               _tables, code=(*PUBLISHING, *MODEL_CODE, *TASK_CODE),
-              params=("n2f.seeds", "n2f.train", "n2f.{task}.train", "train.steps", "train.batch_size", "n2f.models"),
+              params=("n2f.seeds", replace(TRAIN_SETTINGS, keys=("steps", "batch_size")), "n2f.models"),
               family="tables",
               dvc=(DvcStage(f"tprepro n2f-tables --task ${{item.task}} --eval-dir {EVALS} --models-dir {MODELS} "
                             f"--table {TABLE} "

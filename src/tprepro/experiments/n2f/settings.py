@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from tprepro.errors import TpreproError
 from tprepro.experiments.n2f import TASKS
-from tprepro.params import check_train_settings, merge_overrides
+from tprepro.params import check_train_settings
+from tprepro.params.layered import Layered
 from tprepro.work import Work, preset_of, training
+
+
+TRAIN_SETTINGS = Layered("train", ("n2f.train", "n2f.{task}.train"))  # n2f.train's schema requires the keys whose shared values go unread
 
 
 def n2f_train(params: dict, task: str | None = None) -> dict:
     """`train`, then `n2f.train`, then `n2f.<task>.train` on top."""
-    merged = merge_overrides(params["train"], params["n2f"]["train"])
-    return merge_overrides(merged, params["n2f"][task].get("train", {})) if task else merged
+    return TRAIN_SETTINGS.merged(params, **({"task": task} if task else {}))
 
 
 def needs_release(section: dict, task: str) -> bool:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from tprepro.data.codecs import CodecKind
 from tprepro.experiments.summarization import DOCUMENTS_SUFFIX
-from tprepro.experiments.summarization.settings import (check_summarization, data_work, evaluate_work,
-                                                        train_work)
+from tprepro.experiments.summarization.settings import (TRAIN_SETTINGS, check_summarization, data_work,
+                                                        evaluate_work, train_work)
 from tprepro.experiments import (PIPELINE, COMMON, EVALUATION, PUBLISHING, TRAINING, DvcStage, Experiment, Option, Stage,
                                  model_bars, options, plot_data, table_arguments, table_files, table_outputs, trained)
 
@@ -91,7 +91,7 @@ EXPERIMENT = Experiment(
                       out="directory for model.pt and train_metrics.json"),
               _train, code=(*TRAINING, f"{S}/__init__.py", f"{S}/tokenizer.py", f"{S}/decoding.py", f"{S}/settings.py",
                             f"{S}/stages.py"),
-              params=("summarization.models.{model}", "summarization.train", "summarization.data", "train"),
+              params=("summarization.models.{model}", TRAIN_SETTINGS, "summarization.data"),
               family="train", work=train_work,
               dvc=(DvcStage("tprepro summarization-train --dataset ${item.dataset} --model ${item.model} "
                             f"--seed ${{item.seed}} --data {DATA} --out {MODEL} --checkpoints {CHECKPOINTS}",

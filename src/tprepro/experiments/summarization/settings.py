@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tprepro.errors import TpreproError
-from tprepro.params import check_train_settings, merge_overrides
+from tprepro.params import check_train_settings
+from tprepro.params.layered import Layered
 from tprepro.work import Work, preset_of, training
 
 # Where each release format lies in the CI corpus (corpus.write_releases) when a dataset's path is null.
@@ -13,9 +14,12 @@ CORPUS_PATHS = {"huggingface": "{dataset}", "stories": "cnndm_stories", "wikihow
                 "arxiv_jsonl": "arxiv"}
 
 
+TRAIN_SETTINGS = Layered("train", ("summarization.train",))  # its schema requires the keys whose shared values go unread
+
+
 def summarization_train(params: dict) -> dict:
     """`train` with `summarization.train` on top."""
-    return merge_overrides(params["train"], params["summarization"]["train"])
+    return TRAIN_SETTINGS.merged(params)
 
 
 def release_path(params: dict, dataset: str, corpus_dir: Path) -> Path:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
-from tprepro.experiments.two_variable.settings import check_two_variable, data_work, evaluate_work, train_work
+from tprepro.experiments.two_variable.settings import (TRAIN_SETTINGS, check_two_variable, data_work, evaluate_work,
+                                                       train_work)
 from tprepro.experiments import (PIPELINE, COMMON, EVALUATION, INTERPRETING, MODEL_CODE, PUBLISHING, SHARED_OPTIONS, TRAINING,
                                  DvcStage, Experiment, Reported, Stage, accuracy_bars, learning_curve, model_bars,
                                  model_curves, options, plot_data,
@@ -74,7 +76,7 @@ EXPERIMENT = Experiment(
                               vocab=SHARED_OPTIONS["vocab"].at(VOCAB), heldout=SHARED_OPTIONS["heldout"].at(TEST)),
               _train,
               code=(*TRAINING, "experiments/two_variable/stages.py"),
-              params=("two_variable.models.{model}", "two_variable.train", "train", "evaluate"),
+              params=("two_variable.models.{model}", TRAIN_SETTINGS, "evaluate"),
               family="train", work=train_work,
               dvc=(DvcStage("tprepro two-variable-train --model ${item.model} --seed ${item.seed} "
                             f"--out {MODEL} --checkpoints two_variable/checkpoints/{RUN}",
@@ -99,8 +101,8 @@ EXPERIMENT = Experiment(
                               curve_plot=plot_data(CURVES_PLOT, "every run's learning curve")), _tables,
               code=(*PUBLISHING, *MODEL_CODE, "experiments/two_variable/stages.py", "experiments/two_variable/table.py",
                     "experiments/two_variable/data.py"),
-              params=("two_variable.models", "two_variable.seeds", "two_variable.train", "two_variable.data.size",
-                      "train"),
+              params=("two_variable.models", "two_variable.seeds", "two_variable.data.size",
+                      replace(TRAIN_SETTINGS, keys=("steps", "batch_size"))),
               family="tables",
               dvc=(DvcStage(f"tprepro two-variable-tables --table {TABLE} "
                             "--curves results/figures/two_variable_learning_curves.png "

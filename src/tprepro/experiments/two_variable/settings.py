@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from tprepro.experiments.two_variable.data import split_sizes
-from tprepro.params import check_train_settings, merge_overrides, reraise_with_key
+from tprepro.params import check_train_settings, reraise_with_key
+from tprepro.params.layered import Layered
 from tprepro.work import Work, preset_of, training
+
+
+TRAIN_SETTINGS = Layered("train", ("two_variable.train",))  # its schema requires the keys whose shared values go unread
 
 
 def two_variable_train(params: dict) -> dict:
     """`train` with `two_variable.train` on top."""
-    return merge_overrides(params["train"], params["two_variable"]["train"])
+    return TRAIN_SETTINGS.merged(params)
 
 
 def check_two_variable(params: dict, source: str) -> None:
