@@ -1,0 +1,1 @@
+"""Data: parquet shards and manifests, vocabularies, batching and packing, prefetching."""

@@ -1,0 +1,1 @@
+"""Training: the Trainer, checkpoints and exact resume, telemetry, compilation, the folder lock."""
