@@ -179,14 +179,14 @@ def train_model(run: TrainingRun) -> dict:
             source = getattr(job.vocab, "columns", ("question", "answer"))[0]  # question or document
             example = str(read_columns(next(iter(datasets.values())).files[0], (source,)).column(0)[0])
             log_answering_model(logger.run, out, job.vocab, example, checkpoints / "mlflow_model",
-                                logged_model_name(run.experiment, job.name))
+                                logged_model_name(run.experiment, logger.run.name))
         log_outputs(logger.run, [], "model")
     return summary
 
 
 def logged_model_name(experiment, job: str) -> str:
-    """The MLflow logged model of training job `job` (its run's name): `<experiment>-<job>`, slashes
-    made dashes, e.g. tprepro-mathematics-transformer-s1, so that the Models tab tells them apart."""
+    """The MLflow logged model of a training run named `job`: `<experiment>-<job>`, slashes made dashes,
+    e.g. tprepro-mathematics-transformer-s1, so that the Models tab tells them apart."""
     from tprepro.tracking.store import as_experiment
 
     return f"{as_experiment(experiment).name}-{job.replace('/', '-')}"
@@ -321,6 +321,15 @@ def training_summaries(models_dir: Path, runs: Mapping[str, tuple[str, int]]) ->
     return summaries
 
 
+def final_losses(models_dir: Path, runs: Mapping[str, tuple[str, int]]) -> dict[str, float]:
+    """model -> the last logged training loss of its runs in `runs`, mean over seeds: a headline that
+    moves with training while the accuracies are still 0, as in a first DVC experiment's comparison."""
+    losses: dict[str, list[float]] = {}
+    for run, (model, _) in runs.items():
+        losses.setdefault(model, []).append(read_train_metrics(models_dir / run)["final_loss"])
+    return {model: sum(values) / len(values) for model, values in losses.items()}
+
+
 def read_train_metrics(model_dir: Path) -> dict:
     path = model_dir / TRAIN_METRICS
     try:
@@ -336,12 +345,13 @@ def read_train_metrics(model_dir: Path) -> dict:
 def publish_table(experiment, run_name: str, tags: dict, table, markdown: str, out: Mapping[str, Path],
                   headline: tuple[str, Mapping[str, str]],
                   extra: Mapping[Path, Callable[[Path], None]] | None = None,
-                  metric_name: Callable[[str], str] = str) -> None:
+                  metric_name: Callable[[str], str] = str,
+                  losses: Mapping[str, float] | None = None) -> None:
     """Publish one experiment's table: `table` as CSV (out["table_csv"]), `markdown` as written
     (out["table_md"]) and as an HTML page (out["table_html"], for the Snakemake report), the DVC
     metrics file (out["metrics"]: `headline` = (label, {metric: table column}) gives each model's
-    headline numbers, which `dvc metrics show` names `<label>.<metric>.<model>`; one short line for
-    the file) and every file of `extra` ({path: write(path)}: figures, further tables) are
+    headline numbers, which `dvc metrics show` names `<label>.<metric>.<model>`, and `losses` each
+    model's final training loss as `<label>.train_loss.<model>`; one short line for the file) and every file of `extra` ({path: write(path)}: figures, further tables) are
     replaced together or not at all. Then the numbers go to an MLflow run `run_name` (as
     `table.<model>.<column>`: the table's, over seeds, apart from the runs' own metrics) with the
     files (and the stage's log) as artifacts, and the invocation's parent run in `experiment` is closed
@@ -357,9 +367,12 @@ def publish_table(experiment, run_name: str, tags: dict, table, markdown: str, o
                out["table_md"]: lambda path: path.write_text(markdown, encoding="utf-8"),
                out["table_html"]: lambda path: path.write_text(markdown_page(markdown, f"{title} {run_name}"),
                                                             encoding="utf-8"),
-               out["metrics"]: lambda path: write_metrics(headline_metrics(records, *headline), path),
+               out["metrics"]: lambda path: write_metrics(headlines, path),
                **(extra or {})}
     records = table.to_dict("records")
+    headlines = headline_metrics(records, *headline)
+    if losses:
+        headlines[headline[0]]["train_loss"] = dict(losses)
     with atomic_files({str(path): path for path in writers}) as temporary:
         for path, write in writers.items():
             write(temporary[str(path)])

@@ -13,8 +13,9 @@ from tprepro.params import TrainConfig, load_params
 from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE
 from tprepro.data.shards import Dataset, open_dataset
 from tprepro.experiments import mlflow_experiment
-from tprepro.pipeline import (TrainingRun, evaluate_trained, heldout_settings, model_config, publish_table,
-                              published_rows, require_model, train_model, training_summaries, write_role_sharpness)
+from tprepro.pipeline import (TrainingRun, evaluate_trained, final_losses, heldout_settings, model_config,
+                              publish_table, published_rows, require_model, train_model, training_summaries,
+                              write_role_sharpness)
 
 
 def module_datasets(split_dirs: Sequence[Path], modules: Sequence[str]) -> list[tuple[str, str, Dataset]]:
@@ -104,5 +105,6 @@ def tables_stage(params_path: str, eval_dir: Path, models_dir: Path, out: Mappin
         out["curve_plot"]: lambda path: write_curves(curves, path),
     }
     publish_table(mlflow_experiment(params, "mathematics"), "tables", {"stage": "tables"}, table, markdown, out,
-                  ("mathematics", {"interpolation_acc": "interpolation_acc"}), figures)
+                  ("mathematics", {"interpolation_acc": "interpolation_acc"}), figures,
+                  losses=final_losses(models_dir, runs))
     print(markdown)

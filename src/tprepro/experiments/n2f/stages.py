@@ -20,7 +20,7 @@ from tprepro.errors import TpreproError
 from tprepro.experiments import mlflow_experiment
 from tprepro.io import atomic_write_text
 from tprepro.experiments.n2f.tasks import TEST, TRAIN, get_task
-from tprepro.pipeline import (TrainingRun, evaluate_trained, model_config, publish_table, published_rows,
+from tprepro.pipeline import (TrainingRun, evaluate_trained, final_losses, model_config, publish_table, published_rows,
                               read_train_metrics, require_model, train_model, training_summaries)
 
 VOCAB_FILE = "vocab.json"
@@ -174,5 +174,6 @@ def tables_stage(params_path: str, task: str, eval_dir: Path, models_dir: Path, 
     headline = spec.headline(settings["data"])  # the task's first column: execution accuracy or Acc
     publish_table(mlflow_experiment(params, "n2f"), f"{task}/tables", {"stage": "n2f_tables", "task": task}, table,
                   markdown, out, (task, {headline: headline}),
-                  {out["plot"]: lambda path: write_bars(module_table(evals), path)})
+                  {out["plot"]: lambda path: write_bars(module_table(evals), path)},
+                  losses=final_losses(models_dir, runs))
     print(markdown)

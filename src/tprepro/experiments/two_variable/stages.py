@@ -15,8 +15,8 @@ from tprepro.experiments.two_variable.settings import two_variable_train
 from tprepro.data.shards import open_dataset
 from tprepro.errors import TpreproError
 from tprepro.experiments import mlflow_experiment
-from tprepro.pipeline import (TrainingRun, evaluate_trained, heldout_settings, model_config, publish_table,
-                              published_rows, require_model, train_model, training_summaries)
+from tprepro.pipeline import (TrainingRun, evaluate_trained, final_losses, heldout_settings, model_config,
+                              publish_table, published_rows, require_model, train_model, training_summaries)
 
 MODELS = "two_variable.models"
 
@@ -99,5 +99,6 @@ def tables_stage(params_path: str, eval_dir: Path, models_dir: Path, out: Mappin
         out["plot"]: lambda path: write_bars(module_table(evals), path),
         out["curve_plot"]: lambda path: write_curves(curves, path)}
     publish_table(mlflow_experiment(params, "two_variable"), "tables", {"stage": "two_variable_tables"}, table,
-                  markdown, out, ("two_variable", {"overall_acc": "overall"}), figures, metric_name=metric_name)
+                  markdown, out, ("two_variable", {"overall_acc": "overall"}), figures, metric_name=metric_name,
+                  losses=final_losses(models_dir, runs))
     print(markdown)
