@@ -22,7 +22,7 @@ from tprepro.data.shards import Dataset
 from tprepro.errors import TpreproError
 from tprepro.io import atomic_files, atomic_write_text
 from tprepro.params import TrainConfig
-from tprepro.train.files import MODEL_FILE, TRAIN_METRICS
+from tprepro.train.files import MODEL_FILE, TRAIN_METRICS, progress_log
 
 ROLE_SAMPLE = 64  # training rows whose role one-hotness is logged at every checkpoint (discrete-role models)
 
@@ -145,8 +145,9 @@ def train_model(run: TrainingRun) -> dict:
         print(f"[{job.name}] {out / MODEL_FILE} is already trained to step {finished['steps']} under these "
               f"settings; nothing to do (its {TRAIN_METRICS} is kept)")
         return finished
-    trainer = Trainer(job, checkpoints / "checkpoint.pt", callbacks=[ProgressBar(), logger],
-                      world=World.from_env())
+    world = World.from_env()
+    progress = ProgressBar(mirror=progress_log(as_experiment(run.experiment).name, job.name) if world.is_main else None)
+    trainer = Trainer(job, checkpoints / "checkpoint.pt", callbacks=[progress, logger], world=world)
 
     def log_step_metrics(metrics: dict, step: int) -> None:  # training-time evaluations of this run
         if logger.run is not None:

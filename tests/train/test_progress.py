@@ -58,3 +58,14 @@ def test_status_shows_a_running_jobs_step_rate_and_time_left_and_a_finished_one(
     everything = status(workspace, "--all")
     assert re.search(r"^transformer-s1: finished at step 20/20 \(100%\), as of .*done-s1\.log\]$", everything,
                      flags=re.M), everything
+
+
+def test_status_sees_a_training_that_no_scheduler_logs(tmp_path):
+    """Under `dvc repro` or by hand stderr is a terminal or a pipe, not a job log: the trainer also writes
+    its progress lines to logs/progress/<MLflow experiment>/<job>.log, where `tprepro status` reads them."""
+    workspace = make_workspace(tmp_path / "ws", steps=6, log_every=3, checkpoint_every=6)
+    subprocess.run(train_command(workspace, workspace / "run"), cwd=workspace, env=tool_env(),
+                   capture_output=True, check=True, timeout=600)  # stderr: a pipe, as DVC's
+    everything = status(workspace, "--all")
+    assert re.search(r"^transformer-s1: finished at step 6/6 \(100%\), as of .*"
+                     r"\[logs/progress/tprepro-mathematics/transformer-s1\.log\]$", everything, flags=re.M), everything

@@ -34,20 +34,32 @@ class ProgressBar(Callback):
 
     In a terminal: a tqdm bar over optimiser steps showing the last logged loss. In a log file (no
     terminal): a timestamped line at most every `log_interval` seconds of wall time (step, loss,
-    steps/s since this attempt started, time left), no carriage-return redraws.
+    steps/s since this attempt started, time left), no carriage-return redraws. `mirror`: a file that
+    gets those lines too, whatever stderr is (where `tprepro status` finds a job no scheduler logs).
     """
 
-    def __init__(self, log_interval: float = 30.0):
+    def __init__(self, log_interval: float = 30.0, mirror: Path | None = None):
         self.log_interval = log_interval
+        self.mirror = mirror
         self.bar = None
+
+    def _say(self, text: str, terminal: bool = True) -> None:
+        """A timestamped line on stderr (unless the bar stands for it: `terminal` False) and in the mirror."""
+        line = f"{utc_stamp()} [{self.name}] {text}"
+        if terminal:
+            print(line, file=sys.stderr, flush=True)
+        if self.mirror is not None:
+            with open(self.mirror, "a", encoding="utf-8") as mirror:
+                mirror.write(line + "\n")
 
     def on_train_start(self, trainer) -> None:
         config = trainer.config
         self.name, self.total = trainer.name, config.steps
+        if self.mirror is not None:
+            self.mirror.parent.mkdir(parents=True, exist_ok=True)
         start = f"resuming at step {trainer.step}" if trainer.step else "from step 0"
-        print(f"{utc_stamp()} [{trainer.name}] training on {trainer.device} ({torch.get_num_threads()} threads, "
-              f"bf16 autocast {'on' if trainer.amp else 'off'}), {start} of {config.steps}, batch {config.batch_size}",
-              file=sys.stderr, flush=True)
+        self._say(f"training on {trainer.device} ({torch.get_num_threads()} threads, bf16 autocast "
+                  f"{'on' if trainer.amp else 'off'}), {start} of {config.steps}, batch {config.batch_size}")
         if sys.stderr.isatty():
             self.bar = tqdm(total=config.steps, initial=trainer.step, desc=trainer.name, unit="step", mininterval=1.0)
         self.started, self.first_step = time.monotonic(), trainer.step
@@ -57,15 +69,14 @@ class ProgressBar(Callback):
         if self.bar is not None:
             self.bar.update(step - self.bar.n)
             self.bar.set_postfix(loss=f"{metrics['loss']:.4f}", refresh=False)
-            return
         now = time.monotonic()
-        if now - self.printed < self.log_interval:
+        if now - self.printed < self.log_interval or (self.bar is not None and self.mirror is None):
             return
         self.printed = now
         rate = (step - self.first_step) / max(now - self.started, 1e-9)  # steps/s of this attempt
         left = f", about {(self.total - step) / rate / 60:.1f} min left" if rate > 0 else ""
-        print(f"{utc_stamp()} [{self.name}] step {step}/{self.total}, loss {metrics['loss']:.4f}, "
-              f"{rate:.2f} steps/s{left}", file=sys.stderr, flush=True)
+        self._say(f"step {step}/{self.total}, loss {metrics['loss']:.4f}, {rate:.2f} steps/s{left}",
+                  terminal=self.bar is None)
 
     def _close(self) -> None:
         if self.bar is not None:
@@ -75,8 +86,7 @@ class ProgressBar(Callback):
         if self.bar is not None:
             self.bar.update(summary["steps"] - self.bar.n)
         self._close()
-        print(f"{utc_stamp()} [{self.name}] finished: step {summary['steps']}, final loss "
-              f"{summary['final_loss']:.4f}", file=sys.stderr, flush=True)
+        self._say(f"finished: step {summary['steps']}, final loss {summary['final_loss']:.4f}")
 
     def on_preempted(self, step: int) -> None:
         self._close()
