@@ -4,6 +4,7 @@ A micro configuration (2 modules, 1 extrapolation module, a few steps) keeps eac
 """
 
 import contextlib
+import copy
 import json
 import re
 import shutil
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import mlflow
 import pytest
+import yaml
 
 from helpers import copy_project, experiment_name, write_params
 from pipeline_kit import check_results, dvc, micro_params, planned_jobs, run, snakemake, undeclared_code
@@ -92,6 +94,23 @@ def _check_mlflow(root, params) -> None:
     assert not any(name.startswith(("two_variable/", "algolisp/")) for name in names)
 
 
+# One setting of each experiment, as `snakemake --config` takes it and as `dvc exp run -S` does.
+EACH_EXPERIMENTS_KEY = {"mathematics": "train={steps: 60}", "two_variable": "two_variable={train: {steps: 5}}",
+                        "summarization": "summarization={train: {steps: 5}}"}  # N2F: tests/experiments/n2f
+EACH_EXPERIMENTS_DVC_KEY = {"mathematics": "train.steps=60", "two_variable": "two_variable.train.steps=5",
+                            "summarization": "summarization.train.steps=5"}
+
+
+# README's view of `dvc exp show`: the settings and numbers that differ, no data or model hashes
+EXP_SHOW_VIEW = ("--only-changed", "--drop", "Created|.*/.*")
+
+
+def rules_of(experiment: str) -> set[str]:
+    from tprepro.experiments import experiments
+
+    return {stage.rule for stage in experiments()[experiment].stages}
+
+
 def active_runs(root) -> int:
     """The number of MLflow runs in the project's local store that are not deleted."""
     with sqlite3.connect(root / "mlflow.db") as db:
@@ -135,6 +154,11 @@ def test_snakemake_pipeline_end_to_end(project, generate_python):
     one = dvc(root, generate_python, "metrics", "show", "results/metrics.json")  # one experiment: one short line
     assert len(one.splitlines()) == 2 and max(map(len, one.splitlines())) <= 200, one
 
+    # a setting reruns only the stages that read it: one key of each experiment (issue 45)
+    for experiment, override in EACH_EXPERIMENTS_KEY.items():
+        planned = planned_jobs(snakemake(root, generate_python, "-n", "--config", override))
+        assert planned.keys() - {"all"} and planned.keys() - {"all"} <= rules_of(experiment), (override, planned)
+
     params["models"]["tp_transformer"]["d_ff"] = 24  # one model's setting
     write_params(root / "params.yaml", params)
     jobs = planned_jobs(snakemake(root, generate_python, "-n"))
@@ -164,9 +188,25 @@ def test_snakemake_pipeline_end_to_end(project, generate_python):
 def test_dvc_pipeline_end_to_end(project, generate_python):
     root, params = project
     run(["git", "init", "-q"], root, generate_python)
-    dvc(root, generate_python, "repro")
+    repro = dvc(root, generate_python, "repro")
+    assert "WARNING" not in repro, [line for line in repro.splitlines() if "WARNING" in line]
     check_results(root, params)
     assert "up to date" in dvc(root, generate_python, "status").lower()
+    assert (root / "logs/progress/tprepro-mathematics/transformer-s1.log").is_file()  # for `tprepro status`
+
+    # a setting reruns only the stages that read it: one key of each experiment (issue 45)
+    for experiment, override in EACH_EXPERIMENTS_DVC_KEY.items():
+        key, value = override.split("=")
+        changed = copy.deepcopy(params)
+        section, *middle, leaf = key.split(".")
+        node = changed[section]
+        for part in middle:
+            node = node[part]
+        node[leaf] = int(value)
+        write_params(root / "params.yaml", changed)
+        status = json.loads(dvc(root, generate_python, "status", "--json").strip().splitlines()[-1])
+        assert status and {name.split("@")[0] for name in status} <= rules_of(experiment), (override, status)
+    write_params(root / "params.yaml", params)
 
     params["models"]["tp_transformer"]["d_ff"] = 24
     write_params(root / "params.yaml", params)
@@ -175,3 +215,39 @@ def test_dvc_pipeline_end_to_end(project, generate_python):
     rerun = re.findall(r"Running stage '([^']+)'", dvc(root, generate_python, "repro"))
     assert set(rerun) == {"train@tp_transformer-1", "evaluate@tp_transformer-1", "tables",
                           "interpret_mathematics@tp_transformer-1", "interpret_reconstruction"}
+
+    # Comparing runs as a DVC user does (README "Comparing runs"): each experiment keeps its own numbers,
+    # curves and models, and `dvc exp apply` brings all of them back.
+    for setting in (["user.name", "tprepro tests"], ["user.email", "tests@tprepro.invalid"]):
+        run(["git", "config", *setting], root, generate_python)
+    run(["git", "add", "-A"], root, generate_python)
+    run(["git", "commit", "-q", "-m", "the micro pipeline"], root, generate_python)
+    dvc(root, generate_python, "exp", "save", "-n", "baseline")
+    baseline = json.loads((root / "results/metrics.json").read_text())
+    dvc(root, generate_python, "exp", "run", "-n", "longer", "-S", "train.steps=24")
+    longer = json.loads((root / "results/metrics.json").read_text())
+    assert longer["mathematics"]["train_loss"] != baseline["mathematics"]["train_loss"]
+
+    shown = json.loads(dvc(root, generate_python, "exp", "show", "--json").strip().splitlines()[-1])
+    rows = {rev.get("name") or rev["rev"]: rev for commit in shown
+            for rev in [commit, *[r for e in commit.get("experiments") or [] for r in e["revs"]]]}
+    for name, metrics in (("baseline", baseline), ("longer", longer)):  # both rows have their own numbers
+        assert rows[name]["data"]["metrics"]["results/metrics.json"]["data"] == metrics, name
+    assert re.search(r"train_loss", dvc(root, generate_python, "exp", "show", "--no-pager", *EXP_SHOW_VIEW))
+
+    diff = json.loads(dvc(root, generate_python, "metrics", "diff", "baseline", "--json").strip().splitlines()[-1])
+    loss = diff["results/metrics.json"]["mathematics.train_loss.transformer"]
+    assert (loss["old"], loss["new"]) == (baseline["mathematics"]["train_loss"]["transformer"],
+                                          longer["mathematics"]["train_loss"]["transformer"])
+    curve = "mathematics/models/transformer-s1/learning_curve.csv"
+    plots = json.loads(dvc(root, generate_python, "plots", "diff", "baseline", "--json", "--targets", curve
+                           ).strip().splitlines()[-1])["data"][curve]
+    points = [(point["rev"], int(point["step"])) for plot in plots for point in plot["content"]["data"]["values"]]
+    assert {rev for rev, _ in points} == {"baseline", "workspace"}  # two curves: 12 steps and 24
+    assert max(step for rev, step in points if rev == "baseline") == 12 < max(step for _, step in points) == 24
+
+    dvc(root, generate_python, "exp", "apply", "baseline")
+    shown = json.loads(dvc(root, generate_python, "metrics", "show", "--json").strip().splitlines()[-1])
+    assert shown[""]["data"]["results/metrics.json"]["data"] == baseline
+    assert yaml.safe_load((root / "params.yaml").read_text())["train"]["steps"] == params["train"]["steps"]
+    assert json.loads((root / "mathematics/models/transformer-s1/train_metrics.json").read_text())["steps"] == 12
