@@ -5,7 +5,7 @@ Two-variable, N2F and summarization train with `train:` under their own `<experi
 (`merge_overrides`). A key their schema requires in the override section is set there in every valid params
 file, so its shared value is never read: their stages depend on the override sections and on the shared
 section's other keys one by one, and a change of `train.steps` reruns the Mathematics trainings alone, in
-Snakemake and DVC alike (tests/workflow/test_dag_equality.py).
+Snakemake and DVC alike (tests/experiments/mathematics/test_pipeline.py).
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@ release's dev split, evaluated on its test split) and AlgoLisp (generated proble
 models, the quality reports, both tables and their MLflow runs."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -88,6 +89,12 @@ def test_n2f_pipeline_through_snakemake(tmp_path, generate_python):
     check_mlflow(root, params)
     assert undeclared_code(imports) == {}  # each stage's Stage.code covers what it imported
     assert "Nothing to be done" in run(root, "snakemake", "--cores", "2", "-n", *targets)
+    # the shared train.steps is not N2F's (n2f.train sets its own); n2f.train.steps reruns N2F alone (issue 45)
+    assert "Nothing to be done" in run(root, "snakemake", "--cores", "2", "-n", "--config", "train={steps: 60}",
+                                       *targets)
+    planned = run(root, "snakemake", "--cores", "2", "-n", "--config", "n2f={train: {steps: 5}}", *targets)
+    assert "n2f_train" in planned and not {"train", "two_variable_train", "summarization_train"} & set(
+        re.findall(r"^rule (\w+):", planned, flags=re.M))
 
     params["n2f"]["algolisp"]["models"]["lstm2tp"]["d_argument"] = 4  # one model of one task
     write_params(root / "params.yaml", params)
