@@ -189,7 +189,8 @@ def test_dvc_pipeline_end_to_end(project, generate_python):
     root, params = project
     run(["git", "init", "-q"], root, generate_python)
     repro = dvc(root, generate_python, "repro")
-    assert "WARNING" not in repro, [line for line in repro.splitlines() if "WARNING" in line]
+    warned = [line for line in repro.splitlines() if line.startswith("WARNING") and "tprepro runs from" not in line]
+    assert warned == []  # DVC's (an empty dep file, say); tprepro's own is for the copied checkout
     check_results(root, params)
     assert "up to date" in dvc(root, generate_python, "status").lower()
     assert (root / "logs/progress/tprepro-mathematics/transformer-s1.log").is_file()  # for `tprepro status`
