@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import io
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -24,6 +26,37 @@ FORMAT = "tprepro-checkpoint/1"
 
 class CheckpointError(TpreproError):
     """A checkpoint or model file that cannot be trusted: missing, corrupt, foreign or unsafe."""
+
+
+@dataclass
+class TrainState:
+    """What a training checkpoint holds: everything an exact resume needs (tests/train/test_trainer.py)."""
+
+    fingerprint: str  # TrainJob.fingerprint: the settings, vocabulary and data it was trained under
+    step: int  # optimiser steps taken
+    model: dict  # state_dict
+    optimizer: dict  # state_dict
+    ranks: list  # per data-parallel rank that wrote it: (CPU RNG state, its share of the open window's loss)
+    stream: Any  # the batch stream's position after the last batch trained on (data/batching.py)
+    target_tokens: int = 0  # target tokens trained on (train.loss_weighting: token)
+    log_window: dict = field(default_factory=dict)  # LogWindow.saved(): the open logging window's counts
+    last_metrics: dict = field(default_factory=dict)  # the last logged window's metrics
+    summary: dict | None = None  # at the final step: the run's summary, so a re-invoked finished run reports it
+    extra: dict = field(default_factory=dict)  # TrainJob.extra (the MLflow run id, its settings digest)
+
+    @classmethod
+    def read(cls, path: str | Path) -> "TrainState":
+        """The state in the checkpoint file `path` (CheckpointError if it cannot be trusted); keys that
+        checkpoints from before a field existed lack take the field's default."""
+        contents = load_checkpoint(path)
+        known = {f.name for f in fields(cls)}
+        try:
+            return cls(**{key: value for key, value in contents.items() if key in known})
+        except TypeError as exc:
+            raise CheckpointError(f"{path}: not a training checkpoint ({exc})") from exc
+
+    def write(self, path: str | Path) -> None:
+        save_checkpoint({f.name: getattr(self, f.name) for f in fields(self)}, path)  # no copy of the tensors
 
 
 def save_checkpoint(payload: dict, path: str | Path) -> None:

@@ -42,7 +42,7 @@ from tprepro.models.interfaces import AuxiliaryLoss, Codec, TargetLoss
 from tprepro.models.registry import build_model, count_parameters
 from tprepro.errors import TpreproError
 from tprepro.train.callbacks import Callback
-from tprepro.train.checkpoint import CheckpointError, load_checkpoint, move_aside, save_checkpoint
+from tprepro.train.checkpoint import CheckpointError, TrainState, move_aside, save_checkpoint
 from tprepro.train.compiling import compile_cache_dir, compile_model, mark_dynamic_lengths
 from tprepro.train.distributed import World, shard_batch
 from tprepro.train.preemption import Preempted, PreemptionFlag
@@ -256,32 +256,32 @@ class Trainer:
         if not self.checkpoint_path.is_file():
             return
         try:
-            state = load_checkpoint(self.checkpoint_path)
+            state = TrainState.read(self.checkpoint_path)
         except CheckpointError as exc:
             self.world.barrier()  # every rank has read (and rejected) it before rank 0 moves it
             if self.world.is_main:
                 why = str(exc).removeprefix(f"{self.checkpoint_path}: ")
                 move_aside(self.checkpoint_path, "corrupt", f"{why}; training restarts from step 0")
             return
-        if state.get("fingerprint") != self.job.fingerprint or state["step"] > self.config.steps:
+        if state.fingerprint != self.job.fingerprint or state.step > self.config.steps:
             self.world.barrier()
             if self.world.is_main:
                 move_aside(self.checkpoint_path, "mismatch",
-                           f"written under other settings, data or more steps (step {state['step']} of "
+                           f"written under other settings, data or more steps (step {state.step} of "
                            f"{self.config.steps}); training restarts from step 0")
             return
-        self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        ranks = state["ranks"]  # per rank that wrote it: RNG state and share of the open window's loss
+        self.model.load_state_dict(state.model)
+        self.optimizer.load_state_dict(state.optimizer)
+        ranks = state.ranks  # per rank that wrote it: RNG state and share of the open window's loss
         rng, window_loss = ranks[self.world.rank] if self.world.rank < len(ranks) else ranks[0]
         torch.set_rng_state(rng)
-        self.step = self.resumed_from = state["step"]
-        self.stream_state = state["stream"]
-        self.target_tokens = state.get("target_tokens", 0)
-        self.window = LogWindow.restored(state["log_window"], window_loss)
-        self.last_metrics = dict(state.get("last_metrics", {}))
-        self.finished = state.get("summary") if self.step == self.config.steps else None
-        self.job.extra.update(state.get("extra", {}))
+        self.step = self.resumed_from = state.step
+        self.stream_state = state.stream
+        self.target_tokens = state.target_tokens
+        self.window = LogWindow.restored(state.log_window, window_loss)
+        self.last_metrics = dict(state.last_metrics)
+        self.finished = state.summary if self.step == self.config.steps else None
+        self.job.extra.update(state.extra)
 
     def save_checkpoint(self, summary: dict | None = None) -> None:
         """Every rank takes part (RNG states and window losses are gathered); rank 0 writes.
@@ -292,22 +292,10 @@ class Trainer:
         ranks = self.world.gather((torch.get_rng_state(), float(self.window.loss)))
         if not self.world.is_main:
             return
-        save_checkpoint(
-            {
-                "fingerprint": self.job.fingerprint,
-                "step": self.step,
-                "model": self.model.state_dict(),
-                "optimizer": self.optimizer.state_dict(),
-                "ranks": ranks,
-                "stream": self.consumed_stream_state,
-                "target_tokens": self.target_tokens,
-                "log_window": self.window.saved(),
-                "last_metrics": self.last_metrics,
-                "summary": summary,
-                "extra": self.job.extra,
-            },
-            self.checkpoint_path,
-        )
+        TrainState(fingerprint=self.job.fingerprint, step=self.step, model=self.model.state_dict(),
+                   optimizer=self.optimizer.state_dict(), ranks=ranks, stream=self.consumed_stream_state,
+                   target_tokens=self.target_tokens, log_window=self.window.saved(),
+                   last_metrics=self.last_metrics, summary=summary, extra=self.job.extra).write(self.checkpoint_path)
         for cb in self.callbacks:
             cb.on_checkpoint(self.step, self.checkpoint_path)
 
