@@ -57,7 +57,8 @@ from tprepro.experiments.n2f.settings import n2f_train  # noqa: E402
 from tprepro.experiments.two_variable.settings import two_variable_train  # noqa: E402
 from tprepro.pipeline import model_config  # noqa: E402
 from tprepro.train.callbacks import Callback  # noqa: E402
-from tprepro.train.trainer import FINGERPRINT_DEFAULTS, Trainer, TrainJob, unwrap  # noqa: E402
+from tprepro.train.trainer import FINGERPRINT_DEFAULTS, Trainer, TrainJob  # noqa: E402
+from tprepro.train.step import unwrap  # noqa: E402
 
 EXPERIMENTS = ("mathematics", "two_variable", "algolisp", "mathqa", "summarization")
 REFERENCE_ARM = "random"

@@ -41,7 +41,8 @@ from tprepro.io import atomic_write_text
 from tprepro.models.registry import resolve_model_config
 from tprepro.models.registry import build_model
 from tprepro.train.callbacks import Callback
-from tprepro.train.trainer import Trainer, TrainJob, optimizer_step
+from tprepro.train.trainer import Trainer, TrainJob
+from tprepro.train.step import optimizer_step
 
 REPO = Path(__file__).resolve().parents[1]
 # Model sizes: the tiny presets, and the d=128 configuration (3+3 layers, 4 heads, d_ff 512).

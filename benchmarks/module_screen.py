@@ -37,7 +37,8 @@ from tprepro.io import atomic_write_text  # noqa: E402
 from tprepro.models.registry import resolve_model_config  # noqa: E402
 from tprepro.params import TrainConfig, load_params  # noqa: E402
 from tprepro.train.callbacks import Callback  # noqa: E402
-from tprepro.train.trainer import Trainer, TrainJob, unwrap  # noqa: E402
+from tprepro.train.trainer import Trainer, TrainJob  # noqa: E402
+from tprepro.train.step import unwrap  # noqa: E402
 
 # The modules a tiny model plausibly learns: single-answer selection, copying and comparison.
 CANDIDATES = ["numbers__place_value", "numbers__round_number", "comparison__pair", "comparison__sort",

@@ -27,7 +27,8 @@ from tprepro.data.batching import Batch
 from tprepro.models.registry import resolve_model_config
 from tprepro.models.registry import arch_task, build_model, count_parameters
 from tprepro.train.throughput import matmul_peak, synchronize
-from tprepro.train.trainer import optimizer_step, pick_device
+from tprepro.train.trainer import pick_device
+from tprepro.train.step import optimizer_step
 
 PAD, VOCAB = 0, 72  # the paper's 72 symbols
 N2F_SIZES = {"vocab_size": 6000, "n_relations": 55, "n_arguments": 70}  # MathQA dev: 5,999 words, 51 / 70

@@ -9,7 +9,7 @@ from tprepro.data.vocab import Vocab
 from tprepro.models.attention import MultiHeadAttention, document_mask
 from tprepro.models.probes import record_attention
 from tprepro.models.registry import build_model, resolve_model_config
-from tprepro.train.trainer import batch_loss
+from tprepro.train.step import batch_loss
 
 from helpers import varied_sums
 

@@ -16,7 +16,7 @@ from tprepro.data.vocab import build_vocab
 from tprepro.experiments.mathematics.data_stage import run_data_stage
 from tprepro.models.registry import build_model, resolve_model_config
 from tprepro.train.compiling import compile_cache_dir, compile_model, mark_dynamic_lengths
-from tprepro.train.trainer import optimizer_step
+from tprepro.train.step import optimizer_step
 
 from training_kit import SMALL
 

@@ -22,7 +22,7 @@ from tprepro.data.vocab import build_vocab
 from tprepro.evaluate.decode import greedy_decode
 from tprepro.models import build_model, resolve_model_config
 from tprepro.train.throughput import flops_per_position
-from tprepro.train.trainer import batch_loss, optimizer_step
+from tprepro.train.step import batch_loss, optimizer_step
 from training_kit import sequence_loss
 
 from helpers import arithmetic_rows, varied_sums, write_dataset

@@ -11,7 +11,8 @@ from tprepro.models.attention import masks_of_kind
 from tprepro.models.registry import build_model, resolve_model_config
 from tprepro.train.callbacks import Callback
 from tprepro.train.throughput import PROBE_ROWS, flops_per_position, matmul_peak, step_flops
-from tprepro.train.trainer import Trainer, batch_loss
+from tprepro.train.trainer import Trainer
+from tprepro.train.step import batch_loss
 
 from helpers import varied_sums
 from training_kit import SMALL, data, make_job  # noqa: F401  (the module-scoped data fixture)

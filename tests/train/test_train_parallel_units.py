@@ -113,7 +113,7 @@ class WithAuxiliary(torch.nn.Module):
 def test_auxiliary_loss_is_found_through_ddp_and_compile_wrappers(data, tmp_path):
     import torch.distributed as dist
 
-    from tprepro.train.trainer import optimizer_step, unwrap
+    from tprepro.train.step import optimizer_step, unwrap
 
     dataset, vocab = data
     batch = next(iter(BatchStream(dataset.files, vocab, 4, 8, seed=1, read_rows=16)))

@@ -44,7 +44,7 @@ def heldout_sample(datasets: Sequence[Dataset], size: int, seed: int) -> list[tu
 @torch.no_grad()
 def heldout_loss(model: torch.nn.Module, codec, rows: Sequence[tuple[str, str]], batch_size: int) -> float:
     """Mean teacher-forced loss per target unit (token, or tuple) of `model` on `rows`, in any codec."""
-    from tprepro.train.trainer import target_loss, unwrap
+    from tprepro.train.step import target_loss, unwrap
 
     device = next(model.parameters()).device
     was_training = model.training
@@ -102,7 +102,7 @@ class LearningCurve(Callback):
     def on_checkpoint(self, step: int, path: Path) -> None:
         if self.points and self.points[-1]["step"] == step:
             return  # the final checkpoint of a run that ended on a periodic one
-        from tprepro.train.trainer import unwrap
+        from tprepro.train.step import unwrap
 
         heldout = self.heldout
         scores = heldout_scores(unwrap(self.trainer.model), self.trainer.job.vocab, heldout.rows,

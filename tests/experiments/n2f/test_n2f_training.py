@@ -21,7 +21,8 @@ from tprepro.models.registry import resolve_model_config
 from tprepro.models.registry import build_model
 from tprepro.experiments.n2f.stages import predict_programs
 from tprepro.experiments.n2f.tuples import format_program
-from tprepro.train.trainer import Trainer, TrainJob, optimizer_step
+from tprepro.train.trainer import Trainer, TrainJob
+from tprepro.train.step import optimizer_step
 
 SMALL = {"d_model": 12, "d_tuple_embedding": 8, "lstm_hidden": 16, "n_fillers": 8, "n_roles": 4,
          "d_filler": 4, "d_role": 3, "d_relation": 3, "d_argument": 4, "d_position": 2, "dropout": 0.1}

@@ -33,7 +33,8 @@ from tprepro.experiments.summarization.loaders import (load_arxiv, load_huggingf
                                            write_dataset)
 from tprepro.experiments.summarization.scoring import ROUGE_TYPES, bootstrap_interval, rouge_f1
 from tprepro.experiments.summarization.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, SubwordCodec, train_subwords
-from tprepro.train.trainer import Trainer, TrainJob, scheduled_lr
+from tprepro.train.trainer import Trainer, TrainJob
+from tprepro.train.step import scheduled_lr
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 FRACTIONS = {VALIDATION: 0.15, TEST: 0.15}
