@@ -59,9 +59,12 @@ def check_tables(root, params, tasks=TASKS) -> None:
         assert ((accuracies >= 0) & (accuracies <= 1)).all().all() and (frame["seeds"] == 1).all()
         intervals = frame[[c for c in frame.columns if c.endswith(("_paired_low", "_paired_high"))]]
         assert not intervals.empty and intervals.isna().all().all()  # model − the first: one seed, no interval
-    for task in tasks:  # the DVC metric: each model's headline, the table's first column
-        ((_, headline),) = json.loads((root / f"results/{task}_metrics.json").read_text())[task].items()
+    for task in tasks:  # the DVC metrics: each model's headline (the table's first column) and final training loss
+        metrics = json.loads((root / f"results/{task}_metrics.json").read_text())[task]
+        losses = metrics.pop("train_loss")
+        ((_, headline),) = metrics.items()
         assert list(headline) == sorted(models) and all(0 <= value <= 1 for value in headline.values())
+        assert list(losses) == sorted(models) and all(value > 0 for value in losses.values())
 
 
 def check_mlflow(root, params) -> None:
