@@ -166,7 +166,8 @@ def _check_models(params: dict, source: str) -> None:
         if train.get("packing") and not arch_packs(cfg.arch):
             raise TpreproError(f"{source}: train.packing is true for {section}.{name}, whose {cfg.arch} "
                                f"architecture cannot read packed rows; set packing: false in its train section")
-        check_fits(cfg, f"{section}.{name}", train, train_key, section_tokens(params, section), source)
+        check_fits(cfg, f"{section}.{name}", train, train_key, section_tokens(params, section), source,
+                   cluster=params.get("cluster"))
 
 
 def resolved_models(params: dict, source: str = DEFAULT_PARAMS) -> list[tuple[str, str, Any]]:
