@@ -138,3 +138,26 @@ def test_headline_metrics_name_the_experiment_metric_and_model():
             {"model": "transformer", "interpolation_acc": 0.25, "train_acc": 0.8}]
     assert headline_metrics(rows, "mathematics", {"interpolation_acc": "interpolation_acc"}) == {
         "mathematics": {"interpolation_acc": {"tp_transformer": 0.5, "transformer": 0.25}}}
+
+
+@pytest.mark.parametrize("edit, message", [
+    ("interpolation_acc: 0.57", "interpolation_acc: 1000000.0", ),
+    ("interpolation_acc: 0.57", "interpolation_acc: -5"),
+    ("interpolation_acc: 0.57", "interpolation_acc: .nan"),
+    ("interpolation_acc: 0.57", "interpolation_acc: abc"),
+    ("interpolation_above: 6", "interpolation_above: 6.5"),
+], ids=["1e6", "-5", "nan", "word", "fractional-count"])
+def test_the_published_numbers_are_range_checked(tmp_path, edit, message):
+    """Issue 46, gap 4: every number of published.yaml is a finite accuracy in [0, 1] or a whole module
+    count; an edited one is an error naming the file and key, not a number printed as it is."""
+    from importlib import resources
+
+    from tprepro.report.published import read_published_numbers
+
+    text = (resources.files("tprepro.report") / "published.yaml").read_text()
+    assert edit in text
+    path = tmp_path / "published.yaml"
+    path.write_text(text.replace(edit, message, 1))
+    assert read_published_numbers(resources.files("tprepro.report") / "published.yaml", "mathematics").rows
+    with pytest.raises(TpreproError, match=re.escape(f"{path}: mathematics.rows.lstm.values.{message.split(':')[0]}: ")):
+        read_published_numbers(path, "mathematics")
