@@ -233,3 +233,17 @@ def test_shared_packing_names_the_experiment_whose_architecture_cannot_pack():
     with pytest.raises(TpreproError, match=r"params.yaml: train.packing: true for the two_variable experiment's "
                                            r"two_variable.models.ut, whose universal_transformer architecture"):
         validate_params(params, "params.yaml")
+
+
+def test_a_misspelt_required_key_gets_a_did_you_mean(tmp_path):
+    """Issue 46 (cosmetic): `preest:` for `preset:` said only that 'preset' is required; the real `tprepro
+    validate` now names the key given and the one meant."""
+    from helpers import run_tprepro
+
+    params = load_default_params()
+    params["models"]["transformer"]["preest"] = params["models"]["transformer"].pop("preset")
+    path = write_params(tmp_path / "params.yaml", params)
+    done = run_tprepro("validate", "--params", path, cwd=tmp_path)
+    assert done.returncode == 2
+    assert (f"{path}: models.transformer.preset: 'preset' is a required property; 'preest' is given: "
+            "did you mean 'preset'?") in done.stderr

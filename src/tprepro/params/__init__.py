@@ -83,7 +83,17 @@ def _first_error(schema: dict, value: Any, source: str, prefix: list[str]) -> No
         if first.validator == "additionalProperties":  # a misspelt key: name the closest known one
             known = first.schema.get("properties", {})
             hint = "".join(suggestion(extra, known) for extra in sorted(set(first.instance) - set(known)))[:200]
+        elif first.validator == "required" and isinstance(first.instance, dict):  # misspelt: `preest:` for `preset:`
+            missing = [k for k in first.validator_value if k not in first.instance]
+            given = [k for k in first.instance if k not in first.schema.get("properties", {})]
+            hint = "".join(_given_for(key, given) for key in missing)[:200]
         raise TpreproError(f"{source}: {key}: {first.message}{hint}")
+
+
+def _given_for(missing: str, given) -> str:
+    """"; 'preest' is given: did you mean 'preset'?" when a given key is close to the missing `missing`."""
+    close = suggestion(missing, given)
+    return f"; {close.removeprefix('; did you mean ').rstrip('?')} is given: did you mean {missing!r}?" if close else ""
 
 
 def validate_section(name: str, value: Any, source: str = DEFAULT_PARAMS) -> dict:
