@@ -139,3 +139,55 @@ def test_two_evaluations_of_one_set_must_agree_on_its_size(project, tmp_path):
     assert "eval/transformer-s2.csv: line 3, column 'n': " in result.stderr
     assert "differs from n = " in result.stderr and f"of the same set" in result.stderr
     assert not (run / "results").exists()
+
+
+@pytest.mark.slow  # pipeline subprocesses
+def test_an_evaluation_file_whose_digest_was_removed_is_refused(project, tmp_path):
+    """Issue 46 (cosmetic): removing the `.sha256` sidecar disabled the check; evaluation files always get
+    one, so the real `tprepro tables` refuses a file without it, naming the file."""
+    run = shutil.copytree(project / "run", tmp_path / "run")
+    digest_path(run / EVAL).unlink()  # then any consistent edit of the file would go unnoticed
+    result = tables(project, run)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert f"{EVAL}: no recorded digest (transformer-s1.csv.sha256 is missing)" in result.stderr
+    assert not (run / "results").exists()
+
+
+@pytest.mark.slow  # pipeline subprocesses
+def test_an_evaluation_killed_between_its_file_and_its_digest_leaves_no_old_digest(project, tmp_path):
+    """Issue 46 (cosmetic): a re-evaluation killed (SIGKILL, a real process) after writing its CSV but before
+    its digest left the earlier run's `.sha256` beside the new file, read as "content changed". Now the old
+    digest goes before the new file is written: the file is refused as unfinished, and a rerun mends it."""
+    import os
+    import sys
+
+    run = shutil.copytree(project / "run", tmp_path / "run")
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    params["evaluate"]["train_sample"] = 5  # a re-evaluation whose file differs from the first
+    write_params(run / "params.yaml", params)
+    before = (run / EVAL).read_bytes()
+    data = project / "data" / "train-easy"
+    argv = ["tprepro", "evaluate", "--params", "params.yaml", "--model-dir", "models/transformer-s1",
+            "--interpolate", str(data), "--extrapolate", str(project / "data" / "extrapolate"), "--train", str(data),
+            "--out", EVAL]
+    script = ("import os, runpy, signal, sys\n"
+              "import tprepro.report.tables as tables\n"
+              "tables.record_digest = lambda path: os.kill(os.getpid(), signal.SIGKILL)  # killed right here\n"
+              f"sys.argv = {argv!r}\n"
+              "runpy.run_module('tprepro', run_name='__main__')\n")
+    from helpers import tool_env
+    killed = subprocess.run([sys.executable, "-c", script], cwd=run, env=tool_env(), capture_output=True, text=True,
+                            timeout=600)
+    assert killed.returncode == -9, killed.stderr[-3000:]
+    assert (run / EVAL).read_bytes() != before  # the new file is in place, its digest not
+    assert not digest_path(run / EVAL).exists()
+    result = tprepro("tables", "--params", run / "params.yaml", "--eval-dir", "eval", "--models-dir", "models",
+                     "--table", "results/tables/table1", "--modules-csv", "results/tables/mathematics_modules.csv",
+                     "--figure", "results/figures/mathematics_modules.png",
+                     "--curves", "results/figures/learning_curves.png", "--metrics", "results/metrics.json", cwd=run)
+    assert result.returncode == 2 and f"{EVAL}: no recorded digest" in result.stderr, result.stderr[-3000:]
+    assert "content changed" not in result.stderr
+    rerun = tprepro(*argv[1:], cwd=run)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert digest_path(run / EVAL).is_file()
+    assert not [p.name for p in (run / "eval").iterdir() if p.name.startswith(".")]  # no temporary left

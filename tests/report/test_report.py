@@ -8,6 +8,7 @@ import pytest
 from tprepro.errors import TpreproError
 from tprepro.experiments.mathematics.figures import module_figure
 from tprepro.report.published import published
+from tprepro.io import record_digest
 from tprepro.report.tables import module_table, read_eval, table1, table1_markdown
 
 
@@ -17,6 +18,7 @@ def eval_file(path, model, seed, rows):
          for m, s, n, c in rows]
     )
     frame.to_csv(path, index=False)
+    record_digest(path)  # as the evaluate stage writes it (its digest is required)
     return path
 
 
@@ -98,6 +100,7 @@ def test_bad_evaluation_files_are_named(tmp_path):
     with pytest.raises(TpreproError, match="missing.csv: unreadable"):
         read_eval([tmp_path / "missing.csv"])
     (tmp_path / "bad.csv").write_text("model,seed\nx,1\n")
+    record_digest(tmp_path / "bad.csv")
     with pytest.raises(TpreproError, match=r"bad.csv: missing columns"):
         read_eval([tmp_path / "bad.csv"])
 
@@ -124,8 +127,10 @@ def test_evaluation_numbers_are_range_checked(tmp_path, row, message):
     path = tmp_path / "m-s1.csv"
     header = "model,seed,module,split,n,correct,accuracy\nm,1,b,test,0,0,\n"  # an empty set (N2F's cleaned test)
     path.write_text(header + "m,1,a,test,10,5,0.5\n")
+    record_digest(path)
     assert read_eval([path])["correct"].tolist() == [0, 5]
     path.write_text(header + row + "\n")
+    record_digest(path)
     with pytest.raises(TpreproError, match=re.escape(f"{path}: {message}")):
         read_eval([path])
 

@@ -11,7 +11,7 @@ from typing import Sequence
 import pandas as pd
 
 from tprepro.errors import TpreproError
-from tprepro.io import atomic_path, atomic_write_text, read_verified, record_digest
+from tprepro.io import atomic_path, atomic_write_text, forget_digest, read_verified, record_digest
 from tprepro.report.published import (PublishedRow, cell, comparison_note, over_seeds, paired_note, published,
                                       seeds_note)
 
@@ -19,12 +19,13 @@ EVAL_COLUMNS = ["model", "seed", "module", "split", "n", "correct", "accuracy"]
 MODULE_COLUMNS = ["model", "module", "split", "n", "correct", "accuracy"]
 
 
-def read_checked_csv(path: Path, columns: Sequence[str], kind: str, **read_options) -> pd.DataFrame:
+def read_checked_csv(path: Path, columns: Sequence[str], kind: str, digested: bool = False,
+                     **read_options) -> pd.DataFrame:
     """`columns` of the CSV at `path` (`read_options`: for pandas.read_csv); an unreadable file, one
-    whose content differs from its recorded digest (`write_digested_csv`) or a missing column is an
-    error naming the file."""
+    whose content differs from its recorded digest (`write_digested_csv`), one without a digest where
+    `digested` (its writer always records one) or a missing column is an error naming the file."""
     try:
-        frame = pd.read_csv(io.BytesIO(read_verified(path)), **read_options)
+        frame = pd.read_csv(io.BytesIO(read_verified(path, required=digested)), **read_options)
     except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise TpreproError(f"{path}: unreadable {kind} ({exc})") from exc
     missing = set(columns) - set(frame.columns)
@@ -105,7 +106,7 @@ def read_eval(paths: Sequence[Path], counts: bool = False, sizes=None) -> pd.Dat
     """The evaluation files at `paths`, each checked against its digest, its numbers range-checked
     (check_eval_rows; `counts`: correct is a count of hits) and each set's n against the others' and the
     size the params give it (check_set_sizes, `sizes`)."""
-    frames = [(path, check_eval_rows(read_checked_csv(path, EVAL_COLUMNS, "evaluation file"), path, counts))
+    frames = [(path, check_eval_rows(read_checked_csv(path, EVAL_COLUMNS, "evaluation file", digested=True), path, counts))
               for path in paths]
     check_set_sizes(frames, sizes)
     return pd.concat([frame for _, frame in frames], ignore_index=True)
@@ -185,6 +186,7 @@ def write_csv(frame: pd.DataFrame, path: Path, float_format: str | None = "%.6f"
 def write_digested_csv(frame: pd.DataFrame, path: Path, float_format: str | None = "%.6f") -> None:
     """write_csv, then its digest recorded beside it (`<path>.sha256`): for files a later stage reads
     (evaluation files), which read_checked_csv refuses once their content changed."""
+    forget_digest(path)  # killed before the new digest: no old digest is left beside the new file
     write_csv(frame, path, float_format)
     record_digest(path)
 
