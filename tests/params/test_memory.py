@@ -118,3 +118,13 @@ def test_a_config_whose_jobs_run_on_gpu_nodes_is_checked_against_one_gpu_outside
         assert "of RAM" in device_memory("auto", {"train": {"gpus": 1}})[1]
         monkeypatch.setenv("SLURM_JOB_ID", "7")
         assert "of RAM" in device_memory("auto", cluster)[1]
+
+
+def test_what_an_arch_refuses_to_build_is_refused_when_params_are_validated():
+    """The estimate builds each model (on the meta device), so a setting its builder refuses (an init the
+    N2F LSTMs do not support) stops validation naming the key, not the training job later."""
+    params = load_default_params()
+    params["n2f"]["algolisp"]["models"]["lstm2lstm"]["init"] = "paper_literal"
+    with pytest.raises(TpreproError, match=r"params.yaml: n2f.algolisp.models.lstm2lstm: model.init: arch lstm2lstm "
+                                           r"supports 'pytorch' and 'authors'"):
+        validate_params(params, "params.yaml")

@@ -175,7 +175,10 @@ def check_fits(cfg, where: str, train: dict, train_key: str, tokens: tuple[int, 
     when its estimate exceeds `memory` ((bytes, description); default: device_memory's, with the params'
     `cluster` section), naming the key that dominates the estimate."""
     batch = -(-int(train["batch_size"]) // processes_here(train))
-    sizes = model_sizes(cfg)
+    try:
+        sizes = model_sizes(cfg)
+    except TpreproError as exc:  # what the arch's builder refuses (an init it does not support, say)
+        raise TpreproError(f"{source}: {where}: {exc}") from exc
     estimate = training_bytes(cfg, batch, tokens, sizes)
     limit, described = memory or device_memory(train.get("device", "auto"), cluster)
     if estimate.total <= limit:
