@@ -221,17 +221,33 @@ def digest_path(path: str | os.PathLike) -> Path:
     return path.with_name(path.name + DIGEST_SUFFIX)
 
 
+def forget_digest(path: str | os.PathLike) -> None:
+    """Remove `path`'s recorded digest before `path` is rewritten: a writer killed between the file and its
+    digest then leaves a file without one (refused as unfinished where the digest is required), never a new
+    file beside the old file's digest (which would read as a changed file)."""
+    try:
+        digest_path(path).unlink(missing_ok=True)
+    except OSError as exc:
+        raise write_error(digest_path(path), exc) from exc
+
+
 def record_digest(path: str | os.PathLike) -> None:
     """Record the sha256 of the finished file `path` in `<path>.sha256` (sha256sum's format)."""
     atomic_write_text(digest_path(path), f"{sha256_file(path)}  {Path(path).name}\n")
 
 
-def read_verified(path: str | os.PathLike) -> bytes:
-    """The bytes of `path`, checked against its recorded digest (files written before digests were
-    recorded have none and are read as they are). Raises FileNotFoundError for a missing file."""
+def read_verified(path: str | os.PathLike, required: bool = False) -> bytes:
+    """The bytes of `path`, checked against its recorded digest. `required` (files whose writer has always
+    recorded one: evaluation files): a missing digest is an error, so removing the sidecar cannot disable
+    the check; otherwise a file without one (written before digests were recorded) is read as it is.
+    Raises FileNotFoundError for a missing file."""
     path = Path(path)
     body = path.read_bytes()
     recorded = digest_path(path)
+    if required and not recorded.is_file():
+        raise TpreproError(f"{path}: no recorded digest ({recorded.name} is missing), so its content cannot be "
+                           f"checked: the stage that makes it did not finish, or the digest was removed; rerun "
+                           f"that stage")
     if recorded.is_file():
         expected = recorded.read_text(encoding="utf-8", errors="replace").split()[:1]
         if [hashlib.sha256(body).hexdigest()] != expected:

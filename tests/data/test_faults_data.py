@@ -135,6 +135,16 @@ def numeric_answer(table):
     return table.set_column(table.column_names.index("answer"), "answer", pa.array(range(table.num_rows)))
 
 
+def with_a_null(table, column: str):
+    """`table` with row 4 of `column` null (a nullable column, as pandas or another writer stores it)."""
+    import pyarrow as pa
+
+    values = table.column(column).to_pylist()
+    values[3] = None
+    return table.set_column(table.column_names.index(column), pa.field(column, pa.string(), nullable=True),
+                            pa.array(values, pa.string()))
+
+
 def extra_column(table):
     import pyarrow as pa
 
@@ -145,7 +155,9 @@ def extra_column(table):
     (renamed_answer, "column 'answer' is missing"),
     (numeric_answer, "column 'answer' is int64, the dataset declares string"),
     (extra_column, "column 'note' is not one the dataset declares"),
-], ids=["renamed", "retyped", "extra"])
+    (lambda table: with_a_null(table, "question"), "column 'question' holds a null value (row 4 of "),
+    (lambda table: with_a_null(table, "answer"), "column 'answer' holds a null value (row 4 of "),
+], ids=["renamed", "retyped", "extra", "null-question", "null-answer"])  # nulls: issue 46, gap 8 (a raw TypeError)
 def test_training_refuses_a_shard_with_other_columns_naming_file_and_column(tmp_path, capsys, change, message):
     """A valid parquet shard with other columns or types, its manifest digests updated to match: the real
     `tprepro train` exits 2 naming the shard and the column (was a KeyError or TypeError, exit 1)."""

@@ -5,7 +5,9 @@ on one GPU of 80 GB."""
 import pytest
 import yaml
 
-from helpers import REPO, load_default_params, write_params
+import torch
+
+from helpers import REPO, load_default_params, run_tprepro, write_params
 from tprepro.cli import main
 from tprepro.errors import TpreproError
 from tprepro.params import resolved_models, validate_params
@@ -58,3 +60,71 @@ def test_paper_config_fits_one_80_gb_gpu():
         train, key = section_train(params, section)
         check_fits(cfg, f"{section}.{name}", {**train, "processes": 1}, key, section_tokens(params, section),
                    "paper.yaml", memory=gpu)
+
+
+no_gpu = pytest.mark.skipif(torch.cuda.is_available(), reason="checks a machine without a GPU")
+
+
+@no_gpu
+def test_device_auto_without_a_gpu_is_checked_against_this_machines_ram(tmp_path):
+    """Issue 46, gap 2: `device: auto` on a machine without a GPU trains on its CPU, so the estimate is
+    compared with the RAM (a batch of 100,000 validated on a 23 GiB machine, then a raw allocator
+    traceback); the real `tprepro validate`."""
+    params = load_default_params()
+    assert params["train"]["device"] == "auto"
+    params["train"]["batch_size"] = 100_000
+    path = write_params(tmp_path / "params.yaml", params)
+    done = run_tprepro("validate", "--params", path, cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"{path}: train.batch_size: training models.transformer needs at least about" in done.stderr
+    assert "GiB of RAM (device 'auto' trains on this machine's CPU" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@no_gpu
+def test_max_positions_is_counted_in_the_estimate(tmp_path):
+    """Issue 46, gap 2: every size key counts (`max_positions: 1e8` made a 12.8 GB sinusoid table and a
+    raw traceback): the model is counted as built, buffers included."""
+    params = load_default_params()
+    params["models"]["transformer"]["max_positions"] = 10**8
+    path = write_params(tmp_path / "params.yaml", params)
+    done = run_tprepro("validate", "--params", path, cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"{path}: models.transformer.max_positions: training models.transformer needs at least" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_family_sizes_count_in_the_estimate():
+    """A family's size keys (an LSTM's hidden units, a universal transformer's steps) change the estimate."""
+    from tprepro.models.registry import resolve_model_config
+
+    lstm = training_bytes(resolve_model_config("lstm2lstm_tiny", {}), 8, (48, 16))
+    wider = training_bytes(resolve_model_config("lstm2lstm_tiny", {"lstm_hidden": 4096}), 8, (48, 16))
+    assert wider.state > lstm.state and wider.activations > lstm.activations
+    ut = training_bytes(resolve_model_config("ut_tiny", {}), 8, (48, 16))
+    longer = training_bytes(resolve_model_config("ut_tiny", {"ut_steps": 8}), 8, (48, 16))
+    assert longer.activations > ut.activations
+
+
+def test_a_config_whose_jobs_run_on_gpu_nodes_is_checked_against_one_gpu_outside_its_jobs(monkeypatch):
+    """paper.yaml (device auto, `cluster.train` on h100 nodes) validates on a login node without a GPU;
+    inside a SLURM job on a node without one, auto means that node's RAM."""
+    from tprepro.params.memory import LARGEST_DEVICE, device_memory
+
+    cluster = {"train": {"gpus": 1, "device": "h100"}}
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    if not torch.cuda.is_available():
+        assert device_memory("auto", cluster)[0] >= LARGEST_DEVICE
+        assert "of RAM" in device_memory("auto", {"train": {"gpus": 1}})[1]
+        monkeypatch.setenv("SLURM_JOB_ID", "7")
+        assert "of RAM" in device_memory("auto", cluster)[1]
+
+
+def test_what_an_arch_refuses_to_build_is_refused_when_params_are_validated():
+    """The estimate builds each model (on the meta device), so a setting its builder refuses (an init the
+    N2F LSTMs do not support) stops validation naming the key, not the training job later."""
+    params = load_default_params()
+    params["n2f"]["algolisp"]["models"]["lstm2lstm"]["init"] = "paper_literal"
+    with pytest.raises(TpreproError, match=r"params.yaml: n2f.algolisp.models.lstm2lstm: model.init: arch lstm2lstm "
+                                           r"supports 'pytorch' and 'authors'"):
+        validate_params(params, "params.yaml")

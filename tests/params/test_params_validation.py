@@ -193,3 +193,57 @@ def test_the_shared_schema_names_no_experiment_section_and_each_experiment_bring
     del params["n2f"]
     with pytest.raises(TpreproError, match=r"params.yaml: n2f: 'n2f' is a required property"):
         validate_params(params, "params.yaml")
+
+
+def test_packing_reaching_summarization_is_refused_by_tprepro_validate(tmp_path):
+    """Issue 46, gap 3: `packing: true` for summarization passed `validate` and failed only when its training
+    started ("SubwordCodec batches are not packed"). Now the real `tprepro validate` refuses it, naming the
+    key and the experiment, whether summarization's own train section or the shared one sets it."""
+    from helpers import run_tprepro
+
+    params = load_default_params()
+    params["summarization"]["train"]["packing"] = True
+    path = write_params(tmp_path / "own.yaml", params)
+    done = run_tprepro("validate", "--params", path, cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert (f"{path}: summarization.train.packing: true reaches the summarization experiment, whose SubwordCodec "
+            "batches cannot be packed") in done.stderr
+    assert "Traceback" not in done.stderr
+
+    params = load_default_params()  # the shared setting, the experiments that cannot pack otherwise opted out
+    params["train"]["packing"] = True
+    params["two_variable"]["train"]["packing"] = False
+    params["n2f"]["train"]["packing"] = False
+    path = write_params(tmp_path / "shared.yaml", params)
+    done = run_tprepro("validate", "--params", path, cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"{path}: train.packing: true reaches the summarization experiment" in done.stderr
+
+    params["summarization"]["train"]["packing"] = False  # then the shared setting packs Mathematics only
+    path = write_params(tmp_path / "opted_out.yaml", params)
+    done = run_tprepro("validate", "--params", path, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_shared_packing_names_the_experiment_whose_architecture_cannot_pack():
+    params = load_default_params()
+    params["train"]["packing"] = True
+    params["summarization"]["train"]["packing"] = False
+    params["n2f"]["train"]["packing"] = False
+    with pytest.raises(TpreproError, match=r"params.yaml: train.packing: true for the two_variable experiment's "
+                                           r"two_variable.models.ut, whose universal_transformer architecture"):
+        validate_params(params, "params.yaml")
+
+
+def test_a_misspelt_required_key_gets_a_did_you_mean(tmp_path):
+    """Issue 46 (cosmetic): `preest:` for `preset:` said only that 'preset' is required; the real `tprepro
+    validate` now names the key given and the one meant."""
+    from helpers import run_tprepro
+
+    params = load_default_params()
+    params["models"]["transformer"]["preest"] = params["models"]["transformer"].pop("preset")
+    path = write_params(tmp_path / "params.yaml", params)
+    done = run_tprepro("validate", "--params", path, cwd=tmp_path)
+    assert done.returncode == 2
+    assert (f"{path}: models.transformer.preset: 'preset' is a required property; 'preest' is given: "
+            "did you mean 'preset'?") in done.stderr

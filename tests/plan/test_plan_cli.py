@@ -119,3 +119,55 @@ def test_actual_compares_the_recorded_runs_with_the_estimate(tmp_path):
     line = next(line for line in out.stdout.splitlines() if line.startswith("train "))
     # estimate: 10 s + 64,000 samples x 1 ms, and 10 s + 64,000 x 2 ms = 74 s + 138 s; actual 424 s
     assert line.split()[1:3] == ["2", "2"] and "3.5 min" in line and "7.1 min" in line and line.endswith("2.00")
+
+
+def _measured(root, kind: str, edit) -> None:
+    """Valid measurement files of each format under root/results/benchmarks, then one value edited as a hand or
+    a broken benchmark leaves it (JSON's NaN and Infinity included)."""
+    from plan_kit import write_data_rates, write_throughput
+
+    benchmarks = root / "results" / "benchmarks"
+    files = {"throughput": write_throughput(benchmarks, "cpu", "transformer_tiny", 2000.0, decode_problems_per_s=500.0),
+             "stages": write_stage_rates(benchmarks, "cpu", {"vocab": {"fixed_s": 2.0, "seconds_per_item": 3e-6},
+                                                             "train": {"fixed_s": 5.0, "per_preset": {
+                                                                 "transformer_tiny": 0.001}}}),
+             "data": write_data_rates(benchmarks, "cpu", {"train-easy/arithmetic__add_or_sub": (2.0, 0.001)})}
+    path = files[kind]
+    data = json.loads(path.read_text())
+    edit(data)
+    path.write_text(json.dumps(data))  # allow_nan: writes NaN and Infinity as JSON readers take them
+
+
+@pytest.mark.parametrize("kind, edit, message", [
+    ("throughput", lambda d: d.update(samples_per_s=float("nan")), "samples_per_s: nan is not a plausible speed"),
+    ("throughput", lambda d: d.update(samples_per_s=float("inf")), "samples_per_s: inf is not a plausible speed"),
+    ("throughput", lambda d: d.update(samples_per_s=1e-300), "samples_per_s: 1e-300 is not a plausible speed"),
+    ("throughput", lambda d: d.update(samples_per_s=0), "samples_per_s: 0 is not a plausible speed"),
+    ("throughput", lambda d: d.update(decode_problems_per_s=float("inf")), "decode_problems_per_s: inf is not"),
+    ("throughput", lambda d: d.update(flops_per_sample=1e300), "flops_per_sample: 1e+300 is not a plausible"),
+    ("stages", lambda d: d["stages"]["train"]["per_preset"].update(transformer_tiny=1e300),
+     "stages.train.per_preset.transformer_tiny: 1e+300 is not a plausible seconds per item"),
+    ("stages", lambda d: d["stages"]["vocab"].update(fixed_s=float("nan")), "stages.vocab.fixed_s: nan is not"),
+    ("data", lambda d: d["jobs"]["train-easy/arithmetic__add_or_sub"].update(seconds_per_problem=float("inf")),
+     "jobs.train-easy/arithmetic__add_or_sub.seconds_per_problem: inf is not"),
+], ids=["nan-speed", "infinite-speed", "tiny-speed", "zero-speed", "infinite-decoding", "huge-flops",
+        "huge-seconds", "nan-fixed", "infinite-data-seconds"])
+def test_implausible_measurements_are_refused_by_tprepro_plan_naming_file_and_key(tmp_path, kind, edit, message):
+    """Issue 46, gap 9: NaN, Infinity, 0, 1e-300 or 1e300 in a measurement file gave a raw traceback, a job
+    priced at 0 s or 10^300 hours, without a warning; the real `tprepro plan` now stops, exit 2, naming the
+    file and the key."""
+    _measured(tmp_path, kind, edit)
+    out = subprocess.run([sys.executable, "-m", "tprepro", "plan", "--params", str(REPO / "params.yaml")],
+                         cwd=tmp_path, env=tool_env(), capture_output=True, text=True)
+    assert out.returncode == 2, out.stdout[-2000:] + out.stderr[-3000:]
+    folder = {"throughput": "throughput/cpu/transformer_tiny.json", "stages": "stages/cpu.json",
+              "data": "data/cpu.json"}[kind]
+    assert f"results/benchmarks/{folder}: {message}" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_plausible_measurements_are_planned_with(tmp_path):
+    _measured(tmp_path, "throughput", lambda d: None)
+    out = subprocess.run([sys.executable, "-m", "tprepro", "plan", "--params", str(REPO / "params.yaml")],
+                         cwd=tmp_path, env=tool_env(), capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-3000:]

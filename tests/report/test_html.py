@@ -76,3 +76,31 @@ def test_raw_html_in_the_markdown_itself_is_not_passed_through():
 
 def test_markdown_text_keeps_data_on_one_line_and_escapes_markdown():
     assert markdown_text("a | b\n\n# c *d* `e` [f](g) <h> &") == r"a \| b # c \*d\* \`e\` \[f\](g) &lt;h&gt; &amp;"
+
+
+@pytest.mark.slow  # tprepro subprocesses
+@pytest.mark.parametrize("value, message", [
+    ("1e6", "'1000000.0' is outside [0, 100]"), ("-5", "'-5.0' is outside [0, 100]"),
+    ("nan", "'nan' is not a finite number"), ("abc", "'abc' is not a finite number"),
+])
+def test_the_published_numbers_file_is_range_checked_by_the_tables_stage(tmp_path, value, message):
+    """Issue 46, gap 4: ROUGE 1e6, -5 or nan in `summarization.report.published` were printed as they are,
+    "abc" was a raw ValueError; the real `summarization-tables` now refuses each, naming the file, line and
+    column, exit 2, and writes no table."""
+    params = load_default_params()
+    section = params["summarization"]
+    section.update(seeds=[1], datasets={"xsum": {"format": "huggingface", "path": None}})
+    section["report"].update(samples=1, published="published.csv")
+    write_params(tmp_path / "params.yaml", params)
+    write_evaluations(tmp_path, section["models"])
+    (tmp_path / "published.csv").write_text("model,dataset,rouge1,rouge2,rougeL,source\n"
+                                            "TPT-d,xsum,30.5,10.25,25.0,a paper\n"
+                                            f"Transformer,xsum,29.0,{value},24.0,a paper\n")
+    result = subprocess.run([sys.executable, "-m", "tprepro", "summarization-tables", "--params", "params.yaml",
+                             "--eval-dir", "summarization/eval", "--table", "results/tables/summarization",
+                             "--metrics", "results/summarization_metrics.json"],
+                            cwd=tmp_path, env=tool_env(), capture_output=True, text=True, timeout=600)
+    assert result.returncode == 2, result.stdout[-2000:] + result.stderr[-3000:]
+    assert f"published.csv: line 3, column 'rouge2': {message}" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "results").exists()

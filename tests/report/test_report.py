@@ -8,6 +8,7 @@ import pytest
 from tprepro.errors import TpreproError
 from tprepro.experiments.mathematics.figures import module_figure
 from tprepro.report.published import published
+from tprepro.io import record_digest
 from tprepro.report.tables import module_table, read_eval, table1, table1_markdown
 
 
@@ -17,6 +18,7 @@ def eval_file(path, model, seed, rows):
          for m, s, n, c in rows]
     )
     frame.to_csv(path, index=False)
+    record_digest(path)  # as the evaluate stage writes it (its digest is required)
     return path
 
 
@@ -98,6 +100,7 @@ def test_bad_evaluation_files_are_named(tmp_path):
     with pytest.raises(TpreproError, match="missing.csv: unreadable"):
         read_eval([tmp_path / "missing.csv"])
     (tmp_path / "bad.csv").write_text("model,seed\nx,1\n")
+    record_digest(tmp_path / "bad.csv")
     with pytest.raises(TpreproError, match=r"bad.csv: missing columns"):
         read_eval([tmp_path / "bad.csv"])
 
@@ -124,8 +127,10 @@ def test_evaluation_numbers_are_range_checked(tmp_path, row, message):
     path = tmp_path / "m-s1.csv"
     header = "model,seed,module,split,n,correct,accuracy\nm,1,b,test,0,0,\n"  # an empty set (N2F's cleaned test)
     path.write_text(header + "m,1,a,test,10,5,0.5\n")
+    record_digest(path)
     assert read_eval([path])["correct"].tolist() == [0, 5]
     path.write_text(header + row + "\n")
+    record_digest(path)
     with pytest.raises(TpreproError, match=re.escape(f"{path}: {message}")):
         read_eval([path])
 
@@ -138,3 +143,26 @@ def test_headline_metrics_name_the_experiment_metric_and_model():
             {"model": "transformer", "interpolation_acc": 0.25, "train_acc": 0.8}]
     assert headline_metrics(rows, "mathematics", {"interpolation_acc": "interpolation_acc"}) == {
         "mathematics": {"interpolation_acc": {"tp_transformer": 0.5, "transformer": 0.25}}}
+
+
+@pytest.mark.parametrize("edit, message", [
+    ("interpolation_acc: 0.57", "interpolation_acc: 1000000.0", ),
+    ("interpolation_acc: 0.57", "interpolation_acc: -5"),
+    ("interpolation_acc: 0.57", "interpolation_acc: .nan"),
+    ("interpolation_acc: 0.57", "interpolation_acc: abc"),
+    ("interpolation_above: 6", "interpolation_above: 6.5"),
+], ids=["1e6", "-5", "nan", "word", "fractional-count"])
+def test_the_published_numbers_are_range_checked(tmp_path, edit, message):
+    """Issue 46, gap 4: every number of published.yaml is a finite accuracy in [0, 1] or a whole module
+    count; an edited one is an error naming the file and key, not a number printed as it is."""
+    from importlib import resources
+
+    from tprepro.report.published import read_published_numbers
+
+    text = (resources.files("tprepro.report") / "published.yaml").read_text()
+    assert edit in text
+    path = tmp_path / "published.yaml"
+    path.write_text(text.replace(edit, message, 1))
+    assert read_published_numbers(resources.files("tprepro.report") / "published.yaml", "mathematics").rows
+    with pytest.raises(TpreproError, match=re.escape(f"{path}: mathematics.rows.lstm.values.{message.split(':')[0]}: ")):
+        read_published_numbers(path, "mathematics")

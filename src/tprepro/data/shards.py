@@ -66,8 +66,8 @@ def parquet_rows(path: Path) -> int:
 
 
 def check_shard_schema(path: Path, schema: pa.Schema) -> None:
-    """The columns and types in the shard's parquet footer are `schema`'s (nullability aside), else an
-    error naming the file and the first column that differs."""
+    """The columns and types in the shard's parquet footer are `schema`'s, and a column the schema declares
+    non-null holds no null, else an error naming the file and the first column that differs."""
     try:
         with pq.ParquetFile(path) as handle:
             found = handle.schema_arrow
@@ -84,6 +84,17 @@ def check_shard_schema(path: Path, schema: pa.Schema) -> None:
     if extra:
         raise TpreproError(f"{path}: column {extra[0]!r} is not one the dataset declares "
                            f"({', '.join(schema.names)})")
+    # Nullability: the project's writers store non-null columns as parquet's required fields, which hold no
+    # nulls; a column another writer stored as optional is read and refused if it holds one.
+    optional = [field.name for field in schema if not field.nullable and found.field(field.name).nullable]
+    if optional:
+        table = read_columns(path, optional)
+        for name in optional:
+            column = table.column(name)
+            if column.null_count:
+                row = column.is_null().to_pylist().index(True)
+                raise TpreproError(f"{path}: column {name!r} holds a null value (row {row + 1} of "
+                                   f"{table.num_rows}); the dataset declares it non-null")
 
 
 def write_manifest(directory: Path, shard_paths: Iterable[Path], **meta) -> None:

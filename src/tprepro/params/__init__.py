@@ -83,7 +83,17 @@ def _first_error(schema: dict, value: Any, source: str, prefix: list[str]) -> No
         if first.validator == "additionalProperties":  # a misspelt key: name the closest known one
             known = first.schema.get("properties", {})
             hint = "".join(suggestion(extra, known) for extra in sorted(set(first.instance) - set(known)))[:200]
+        elif first.validator == "required" and isinstance(first.instance, dict):  # misspelt: `preest:` for `preset:`
+            missing = [k for k in first.validator_value if k not in first.instance]
+            given = [k for k in first.instance if k not in first.schema.get("properties", {})]
+            hint = "".join(_given_for(key, given) for key in missing)[:200]
         raise TpreproError(f"{source}: {key}: {first.message}{hint}")
+
+
+def _given_for(missing: str, given) -> str:
+    """"; 'preest' is given: did you mean 'preset'?" when a given key is close to the missing `missing`."""
+    close = suggestion(missing, given)
+    return f"; {close.removeprefix('; did you mean ').rstrip('?')} is given: did you mean {missing!r}?" if close else ""
 
 
 def validate_section(name: str, value: Any, source: str = DEFAULT_PARAMS) -> dict:
@@ -164,9 +174,25 @@ def _check_models(params: dict, source: str) -> None:
     for section, name, cfg in resolved_models(params, source):
         train, train_key = section_train(params, section)
         if train.get("packing") and not arch_packs(cfg.arch):
-            raise TpreproError(f"{source}: train.packing is true for {section}.{name}, whose {cfg.arch} "
-                               f"architecture cannot read packed rows; set packing: false in its train section")
-        check_fits(cfg, f"{section}.{name}", train, train_key, section_tokens(params, section), source)
+            experiment = section.split(".")[0] if "." in section else "mathematics"
+            raise TpreproError(f"{source}: {packing_key(params, section)}: true for the {experiment} experiment's "
+                               f"{section}.{name}, whose {cfg.arch} architecture cannot read packed rows; "
+                               f"set packing: false in its train section")
+        check_fits(cfg, f"{section}.{name}", train, train_key, section_tokens(params, section), source,
+                   cluster=params.get("cluster"))
+
+
+def packing_key(params: dict, section: str) -> str:
+    """The params key that sets `train.packing` for the models of `section` (the innermost train section
+    naming it: "summarization.train.packing", or the shared "train.packing")."""
+    parts, key = section.split(".")[:-1], "train.packing"
+    for end in range(len(parts) + 1):
+        train = params
+        for part in [*parts[:end], "train"]:
+            train = train.get(part) if isinstance(train, dict) else None
+        if isinstance(train, dict) and "packing" in train:
+            key = ".".join([*parts[:end], "train", "packing"])
+    return key
 
 
 def resolved_models(params: dict, source: str = DEFAULT_PARAMS) -> list[tuple[str, str, Any]]:
@@ -346,7 +372,8 @@ class TrainConfig:
     prefetch: int | str = "auto"  # batches made ahead on a background thread (data/prefetch.py); 0: in the
     #                               training loop; auto: 2 on CUDA, 0 on CPU (there the thread competes with the step)
     packing: bool = False  # several problems laid end to end per row, each attending only within itself
-    #                        (data/packing.py): the same loss as padded rows, little padding (Transformer archs)
+    #                        (data/packing.py): the same loss as padded rows, little padding (Transformer archs on
+    #                        character problems; validation refuses it for an experiment that cannot pack, by name)
 
     @classmethod
     def from_params(cls, params: dict) -> "TrainConfig":

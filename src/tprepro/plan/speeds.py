@@ -26,6 +26,26 @@ _THROUGHPUT_KEYS = {"preset": str, "arch": str, "device_kind": str, "device": st
                     "batch_size": int, "samples_per_s": (int, float), "flops_per_sample": (int, float)}
 
 
+# What a measurement may say, beyond its type: a finite number in these bounds. A speed of NaN, Infinity, 0
+# or 1e-300 (or seconds of 1e300) would price a job at NaN, 0 s or 10^300 hours; each is refused by file and key.
+SPEEDS = (1e-2, 1e9)  # samples or problems per second
+FLOPS = (1.0, 1e16)  # per sample
+FIXED_SECONDS = (0.0, 1e6)  # a job's fixed part (about 11.6 days)
+SECONDS_PER_ITEM = (0.0, 1e4)  # per sample, problem or document
+
+
+def check_number(value, path: Path, key: str, bounds: tuple[float, float], what: str) -> float:
+    """`value` (the file's `key`) as a float: a finite number within `bounds`, else an error naming the file
+    and the key."""
+    low, high = bounds
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise TpreproError(f"{path}: {key}: expected {what}, a number, got {value!r}")
+    if not (math.isfinite(value) and low <= value <= high):
+        raise TpreproError(f"{path}: {key}: {value!r} is not a plausible {what} (expected a finite number in "
+                           f"[{low:g}, {high:g}]); measure again or remove the file")
+    return float(value)
+
+
 @dataclass(frozen=True)
 class Throughput:
     preset: str
@@ -116,11 +136,11 @@ def _checked_throughput(data: dict, path: Path) -> Throughput:
     for key, kind in _THROUGHPUT_KEYS.items():
         if not isinstance(data.get(key), kind) or isinstance(data.get(key), bool):
             raise TpreproError(f"{path}: {key}: expected {getattr(kind, '__name__', 'a number')}, got {data.get(key)!r}")
-    if data["samples_per_s"] <= 0 or data["flops_per_sample"] <= 0:
-        raise TpreproError(f"{path}: samples_per_s and flops_per_sample must be positive")
+    check_number(data["samples_per_s"], path, "samples_per_s", SPEEDS, "speed in samples/s")
+    check_number(data["flops_per_sample"], path, "flops_per_sample", FLOPS, "count of FLOPs per sample")
     decode = data.get("decode_problems_per_s")
-    if decode is not None and (not isinstance(decode, (int, float)) or decode <= 0):
-        raise TpreproError(f"{path}: decode_problems_per_s: expected a positive number or null, got {decode!r}")
+    if decode is not None:
+        check_number(decode, path, "decode_problems_per_s", SPEEDS, "speed in problems/s (or null)")
     variant = path.stem.removeprefix(data["preset"]).removeprefix(VARIANT_SEPARATOR)
     return Throughput(data["preset"], data["arch"], data["device_kind"], data["device"], data["commit"], data["date"],
                       data["batch_size"], float(data["samples_per_s"]), float(data["flops_per_sample"]),
@@ -151,12 +171,16 @@ def read_stage_rates(path: Path) -> StageRates:
     if not isinstance(stages, dict):
         raise TpreproError(f"{path}: stages: expected a mapping of stage -> rates")
     for stage, entry in stages.items():
-        numbers = [entry.get("fixed_s"), entry.get("seconds_per_item", 0.0), *entry.get("per_preset", {}).values(),
-                   *entry.get("per_module", {}).values()] \
-            if isinstance(entry, dict) else [None]
-        if not all(_non_negative(n) for n in numbers):
+        if not isinstance(entry, dict) or not all(isinstance(entry.get(key, {}), dict)
+                                                  for key in ("per_preset", "per_module")):
             raise TpreproError(f"{path}: stages.{stage}: expected fixed_s and seconds_per_item (or per_preset), finite "
                                f"non-negative numbers, got {entry!r}")
+        check_number(entry.get("fixed_s"), path, f"stages.{stage}.fixed_s", FIXED_SECONDS, "job's fixed seconds")
+        items = {"seconds_per_item": entry.get("seconds_per_item", 0.0),
+                 **{f"per_preset.{name}": value for name, value in entry.get("per_preset", {}).items()},
+                 **{f"per_module.{name}": value for name, value in entry.get("per_module", {}).items()}}
+        for key, value in items.items():
+            check_number(value, path, f"stages.{stage}.{key}", SECONDS_PER_ITEM, "seconds per item")
     return StageRates(data["device_kind"], data["device"], data["commit"], data["date"], data["source"], stages,
                       str(path))
 
@@ -235,10 +259,6 @@ def write_data_rates(rates: dict, *, kind: str, device: str, commit: str, date: 
     return path
 
 
-def _non_negative(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
-
-
 def read_data_rates(path: Path) -> DataRates:
     """One data-rates file, checked: an error names the file and the key."""
     data = _read(path, DATA_RATES_SCHEMA)
@@ -248,10 +268,12 @@ def read_data_rates(path: Path) -> DataRates:
         raise TpreproError(f"{path}: jobs: expected a mapping of split/module -> rates")
     rates = {}
     for job, entry in jobs.items():
-        numbers = [entry.get(key) for key in ("fixed_s", "seconds_per_problem")] if isinstance(entry, dict) else [None]
-        if not all(_non_negative(n) for n in numbers) or "/" not in job:
+        if not isinstance(entry, dict) or "/" not in job:
             raise TpreproError(f"{path}: jobs.{job}: expected fixed_s and seconds_per_problem, finite non-negative "
                                f"numbers, under a split/module key; got {entry!r}")
+        check_number(entry.get("fixed_s"), path, f"jobs.{job}.fixed_s", FIXED_SECONDS, "job's fixed seconds")
+        check_number(entry.get("seconds_per_problem"), path, f"jobs.{job}.seconds_per_problem", SECONDS_PER_ITEM,
+                     "seconds per problem")
         rates[job] = DataRate(float(entry["fixed_s"]), float(entry["seconds_per_problem"]),
                               tuple(entry.get("sizes", ())), tuple(entry.get("cpu_s", ())))
     return DataRates(data["device_kind"], data["device"], data["commit"], data["date"], data["source"], rates,

@@ -51,13 +51,34 @@ class PublishedTable:
 @cache
 def published(table: str) -> PublishedTable:
     """The published numbers of `table` ("mathematics", "two_variable", "mathqa", "algolisp")."""
-    source = resources.files("tprepro.report") / "published.yaml"
+    return read_published_numbers(resources.files("tprepro.report") / "published.yaml", table)
+
+
+def read_published_numbers(source, table: str) -> PublishedTable:
+    """The published numbers of `table` in the file `source` (published.yaml's format), each range-checked."""
     data = yaml.safe_load(source.read_text(encoding="utf-8"))
     if table not in data:
         raise TpreproError(f"{source}: no published numbers for {table!r}; known: {', '.join(sorted(data))}")
     entry = data[table]
     rows = {arch: PublishedRow(**row) for arch, row in entry["rows"].items()}
+    for arch, row in rows.items():
+        for column, value in row.values.items():
+            check_published_value(value, f"{source}: {table}.rows.{arch}.values.{column}", column)
     return PublishedTable(source=entry["source"], budget=entry["budget"], rows=rows)
+
+
+def check_published_value(value, where: str, column: str) -> None:
+    """A published number: a finite number; a module count (`*_above`) a whole number >= 0, anything else
+    an accuracy, a fraction of 1 in [0, 1]; otherwise an error naming `where` (file and key)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TpreproError(f"{where}: {value!r} is not a number")
+    if not math.isfinite(value):
+        raise TpreproError(f"{where}: {value!r} is not a finite number")
+    if column.endswith("_above"):
+        if value < 0 or value != int(value):
+            raise TpreproError(f"{where}: {value!r} is not a count of modules (a whole number >= 0)")
+    elif not 0 <= value <= 1:
+        raise TpreproError(f"{where}: {value!r} is outside [0, 1] (accuracies are fractions of 1)")
 
 
 def over_seeds(per_seed: pd.DataFrame, metrics: Sequence[str], keep: Sequence[str] = ()) -> pd.DataFrame:

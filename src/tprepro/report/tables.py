@@ -11,7 +11,7 @@ from typing import Sequence
 import pandas as pd
 
 from tprepro.errors import TpreproError
-from tprepro.io import atomic_path, atomic_write_text, read_verified, record_digest
+from tprepro.io import atomic_path, atomic_write_text, forget_digest, read_verified, record_digest
 from tprepro.report.published import (PublishedRow, cell, comparison_note, over_seeds, paired_note, published,
                                       seeds_note)
 
@@ -19,12 +19,13 @@ EVAL_COLUMNS = ["model", "seed", "module", "split", "n", "correct", "accuracy"]
 MODULE_COLUMNS = ["model", "module", "split", "n", "correct", "accuracy"]
 
 
-def read_checked_csv(path: Path, columns: Sequence[str], kind: str, **read_options) -> pd.DataFrame:
+def read_checked_csv(path: Path, columns: Sequence[str], kind: str, digested: bool = False,
+                     **read_options) -> pd.DataFrame:
     """`columns` of the CSV at `path` (`read_options`: for pandas.read_csv); an unreadable file, one
-    whose content differs from its recorded digest (`write_digested_csv`) or a missing column is an
-    error naming the file."""
+    whose content differs from its recorded digest (`write_digested_csv`), one without a digest where
+    `digested` (its writer always records one) or a missing column is an error naming the file."""
     try:
-        frame = pd.read_csv(io.BytesIO(read_verified(path)), **read_options)
+        frame = pd.read_csv(io.BytesIO(read_verified(path, required=digested)), **read_options)
     except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise TpreproError(f"{path}: unreadable {kind} ({exc})") from exc
     missing = set(columns) - set(frame.columns)
@@ -52,15 +53,19 @@ def checked_numbers(frame: pd.DataFrame, path: Path, column: str, low: float | N
     return values
 
 
-def check_eval_rows(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
-    """An evaluation file's numbers: seed an integer, n a positive integer, 0 <= correct <= n and
-    accuracy in [0, 1], all finite; otherwise an error naming the file, line and column. The one
-    exception is what the evaluate stages write for an empty set (N2F's cleaned test set can be
-    empty): n 0, correct 0 and no accuracy."""
+ACCURACY_SLACK = 2e-6  # accuracy against correct / n: both written with 6 decimals (write_digested_csv)
+
+
+def check_eval_rows(frame: pd.DataFrame, path: Path, counts: bool = False) -> pd.DataFrame:
+    """An evaluation file's numbers: seed an integer, n a positive integer, 0 <= correct <= n (with
+    `counts`, an integer: exact-match hits, not summed credit or ROUGE), accuracy in [0, 1] and equal to
+    correct / n, all finite; otherwise an error naming the file, line and column. The one exception is
+    what the evaluate stages write for an empty set (N2F's cleaned test set can be empty): n 0,
+    correct 0 and no accuracy."""
     frame = frame.copy()
     frame["seed"] = checked_numbers(frame, path, "seed", integer=True).astype(int)
     frame["n"] = checked_numbers(frame, path, "n", low=0, integer=True).astype(int)
-    frame["correct"] = checked_numbers(frame, path, "correct", low=0)
+    frame["correct"] = checked_numbers(frame, path, "correct", low=0, integer=counts)
     empty = (frame["n"] == 0) & (frame["correct"] == 0) & frame["accuracy"].isna()
     checked_numbers(frame[(frame["n"] == 0) & ~empty], path, "n", low=1)  # n 0 only for an empty set
     frame.loc[~empty, "accuracy"] = checked_numbers(frame[~empty], path, "accuracy", low=0, high=1)
@@ -69,13 +74,42 @@ def check_eval_rows(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
         index = over[0]
         raise TpreproError(f"{path}: line {index + 2}, column 'correct': {frame.at[index, 'correct']:g} "
                            f"exceeds n = {frame.at[index, 'n']}")
+    for index in frame.index[~empty]:
+        correct, n, accuracy = frame.at[index, "correct"], frame.at[index, "n"], float(frame.at[index, "accuracy"])
+        if abs(accuracy - correct / n) > ACCURACY_SLACK:
+            raise TpreproError(f"{path}: line {index + 2}, column 'accuracy': {accuracy:g} is not correct / n = "
+                               f"{correct:g} / {n} = {correct / n:.6f}")
     return frame
 
 
-def read_eval(paths: Sequence[Path]) -> pd.DataFrame:
-    """The evaluation files at `paths`, each checked against its digest and its numbers range-checked."""
-    return pd.concat([check_eval_rows(read_checked_csv(path, EVAL_COLUMNS, "evaluation file"), path)
-                      for path in paths], ignore_index=True)
+def check_set_sizes(frames: Sequence[tuple[Path, pd.DataFrame]], sizes=None) -> None:
+    """Every evaluation of one set (split, module) has the same n, the set's size: equal across the files
+    (every run is evaluated on the same sets) and, where `sizes`(split, module) knows the set's size from
+    the params ((size, params key) or None), at most that; otherwise an error naming the file, line and
+    both sizes."""
+    first: dict[tuple[str, str], tuple[Path, int, int]] = {}
+    for path, frame in frames:
+        for index, row in frame.iterrows():
+            where = f"{path}: line {index + 2}, column 'n'"
+            key = (row["split"], row["module"])
+            known = sizes(*key) if sizes else None
+            if known is not None and row["n"] > known[0]:
+                raise TpreproError(f"{where}: {row['n']} is more than the {known[0]} problems of the "
+                                   f"{key[0]} set of {key[1]} ({known[1]})")
+            other, line, n = first.setdefault(key, (path, index + 2, row["n"]))
+            if n != row["n"]:
+                raise TpreproError(f"{where}: {row['n']} differs from n = {n} of the same set ({key[0]}, {key[1]}) "
+                                   f"in {other}, line {line}: every run is evaluated on the same set")
+
+
+def read_eval(paths: Sequence[Path], counts: bool = False, sizes=None) -> pd.DataFrame:
+    """The evaluation files at `paths`, each checked against its digest, its numbers range-checked
+    (check_eval_rows; `counts`: correct is a count of hits) and each set's n against the others' and the
+    size the params give it (check_set_sizes, `sizes`)."""
+    frames = [(path, check_eval_rows(read_checked_csv(path, EVAL_COLUMNS, "evaluation file", digested=True), path, counts))
+              for path in paths]
+    check_set_sizes(frames, sizes)
+    return pd.concat([frame for _, frame in frames], ignore_index=True)
 
 
 def module_table(evals: pd.DataFrame) -> pd.DataFrame:
@@ -152,6 +186,7 @@ def write_csv(frame: pd.DataFrame, path: Path, float_format: str | None = "%.6f"
 def write_digested_csv(frame: pd.DataFrame, path: Path, float_format: str | None = "%.6f") -> None:
     """write_csv, then its digest recorded beside it (`<path>.sha256`): for files a later stage reads
     (evaluation files), which read_checked_csv refuses once their content changed."""
+    forget_digest(path)  # killed before the new digest: no old digest is left beside the new file
     write_csv(frame, path, float_format)
     record_digest(path)
 

@@ -507,6 +507,11 @@ def test_a_missing_or_broken_evaluation_file_is_named(tmp_path):
         read_run_evaluation(evaluation, "tpt_d", "xsum", 1)
     documents = "id,rouge1,rouge2,rougeL,reference,prediction\nd0,0.5,0,0.5,a b,\n"
     (tmp_path / "tpt_d-s1.documents.csv").write_text(documents)
+    from tprepro.io import record_digest
+
+    with pytest.raises(TpreproError, match=r"tpt_d-s1\.documents\.csv: no recorded digest"):  # required
+        read_run_evaluation(evaluation, "tpt_d", "xsum", 1)
+    record_digest(tmp_path / "tpt_d-s1.documents.csv")
     run = read_run_evaluation(evaluation, "tpt_d", "xsum", 1)
     assert run.documents["prediction"].tolist() == [""] and run.role_sharpness is None  # empty, not NaN
     (tmp_path / "tpt_d-s1.roles.json").write_text('{"role_sharpness": 0.25')  # cut short

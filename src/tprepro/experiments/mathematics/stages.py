@@ -73,6 +73,20 @@ def evaluate_stage(params_path: str, model_dir: Path, interpolate_dir: Path, ext
                      score_sets, extra=roles)
 
 
+def set_sizes(params: dict):
+    """(split, module) -> (the most problems its evaluation set holds, the params key saying so), or None
+    where the params do not say: the train sample's `evaluate.train_sample`, and a generated test split's
+    `data.test_per_module`."""
+    def size(split: str, module: str) -> tuple[int, str] | None:
+        if split == "train":
+            return params["evaluate"]["train_sample"], "evaluate.train_sample"
+        if split in (INTERPOLATE, EXTRAPOLATE) and params["data"]["source"] == "generate":
+            return params["data"]["test_per_module"], "data.test_per_module"
+        return None
+
+    return size
+
+
 def tables_stage(params_path: str, eval_dir: Path, models_dir: Path, out: Mapping[str, Path]) -> None:
     """Table 1, the per-module table and figure and the learning curves, written to the paths of
     `out` (table_csv, table_md, metrics, modules_csv, figure, curves) and the DVC plots' data (plot,
@@ -86,7 +100,7 @@ def tables_stage(params_path: str, eval_dir: Path, models_dir: Path, out: Mappin
     grid, threshold = params["grid"], params["report"]["threshold"]
     runs = {f"{m}-s{s}": (m, s) for m in grid["models"] for s in grid["seeds"]}
     curves = read_curves(models_dir, runs)
-    evals = read_eval([eval_dir / f"{run}.csv" for run in runs])
+    evals = read_eval([eval_dir / f"{run}.csv" for run in runs], counts=True, sizes=set_sizes(params))
     modules = module_table(evals)
     table = table1(evals, training_summaries(models_dir, runs), threshold)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tprepro.errors import TpreproError
-from tprepro.params import check_train_settings
+from tprepro.params import check_train_settings, packing_key
 from tprepro.params.layered import Layered
 from tprepro.work import Work, preset_of, training
 
@@ -38,6 +38,11 @@ def check_summarization(params: dict, source: str) -> None:
     """Merged train settings valid; corpus fractions leave a training split."""
     section = params["summarization"]
     check_train_settings(summarization_train(params), source, "summarization.train")
+    if summarization_train(params).get("packing"):  # the trainer packs character problems only
+        key = packing_key(params, "summarization.models")
+        raise TpreproError(f"{source}: {key}: true reaches the summarization experiment, whose SubwordCodec batches "
+                           f"cannot be packed (packing lays character problems end to end); set "
+                           f"summarization.train.packing: false")
     corpus = section["corpus"]
     if corpus["validation_fraction"] + corpus["test_fraction"] >= 1:
         raise TpreproError(f"{source}: summarization.corpus: validation_fraction + test_fraction must be < 1")

@@ -163,7 +163,7 @@ def read_run_evaluation(evaluation: Path, model: str, dataset: str, seed: int) -
     from tprepro.report.tables import checked_numbers, read_checked_csv
 
     path = documents_path(evaluation)
-    documents = read_checked_csv(path, DOCUMENT_COLUMNS, "per-document ROUGE file",
+    documents = read_checked_csv(path, DOCUMENT_COLUMNS, "per-document ROUGE file", digested=True,
                                  keep_default_na=False, dtype={"id": str, "reference": str, "prediction": str})
     for name in ROUGE_TYPES:  # F1 of each document: a finite number in [0, 1]
         documents[name] = checked_numbers(documents, path, name, low=0, high=1)

@@ -80,15 +80,23 @@ def summary_table(evals: list[RunEvaluation], models: list[str], datasets: list[
 
 
 def read_published(path: str | None) -> pd.DataFrame | None:
+    """The published-numbers CSV at `path` (None: none), its ROUGE columns range-checked: each a finite
+    F1 x 100 in [0, 100]; otherwise an error naming the file, line and column."""
+    from tprepro.report.tables import checked_numbers
+
     if not path:
         return None
     try:
         frame = pd.read_csv(path)
     except FileNotFoundError as exc:
         raise TpreproError(f"{path}: published-numbers file not found (summarization.report.published)") from exc
+    except (OSError, ValueError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:  # UnicodeDecodeError too
+        raise TpreproError(f"{path}: unreadable published-numbers file ({exc})") from exc
     missing = [c for c in PUBLISHED_COLUMNS if c not in frame.columns]
     if missing:
         raise TpreproError(f"{path}: missing column(s) {', '.join(missing)}")
+    for rouge in ROUGE_TYPES:  # F1 x 100, as the table prints ours
+        frame[rouge] = checked_numbers(frame, path, rouge, low=0, high=100)
     return frame
 
 

@@ -86,7 +86,7 @@ def tables_stage(params_path: str, eval_dir: Path, models_dir: Path, out: Mappin
     names = list(params["two_variable"]["models"])
     runs = {f"{name}-s{seed}": (name, seed) for name in names for seed in params["two_variable"]["seeds"]}
     curves = read_curves(models_dir, runs)
-    evals = read_eval([eval_dir / f"{run}.csv" for run in runs])
+    evals = read_eval([eval_dir / f"{run}.csv" for run in runs], counts=True)  # exact-match hits
     training = training_summaries(models_dir, runs)
     table = type_table(evals, training)
 
