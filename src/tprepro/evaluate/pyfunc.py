@@ -23,6 +23,7 @@ from tprepro.data.codecs import CodecKind, kind_of, register
 from tprepro.evaluate.answering import answer_with
 from tprepro.evaluate.evaluate import load_trained
 from tprepro.train.files import MODEL_FILE
+from tprepro.train.folder_lock import LOCK_FILE
 
 ARTIFACT = "model"  # a logged model's default name (the pipeline's: pipeline.logged_model_name)
 FILES = "tprepro_model"  # its artifact holding the model directory: artifacts/tprepro_model/model.pt
@@ -49,7 +50,7 @@ def save_answering_model(model_dir: Path, codec, example: str, path: Path) -> No
     `example` as its input example (the signature comes from `AnsweringModel.predict`'s type hints)."""
     with tempfile.TemporaryDirectory() as tmp:
         files = Path(tmp) / FILES  # MLflow names an artifact's folder after its source: the same name for every run
-        shutil.copytree(model_dir, files)
+        shutil.copytree(model_dir, files, ignore=shutil.ignore_patterns(LOCK_FILE))  # the trainer's lock is no output
         mlflow.pyfunc.save_model(
             path, python_model=str(MODEL_CODE), artifacts={FILES: str(files)},
             model_config={"codec_kind": asdict(kind_of(codec))},
