@@ -123,3 +123,38 @@ def test_make_dvc_commit_fails_with_dvcs_own_error(tmp_path):
     assert "you are not inside of a DVC repository" in failed.stderr
     assert "tprepro dvc-commit: error: `dvc commit --force --no-relink` failed with exit status" in failed.stderr
     assert "dvc.lock records" not in failed.stdout
+
+
+HOLD_DVC_LOCK = ("import sys, time\nfrom dvc.repo import Repo\nrepo = Repo(sys.argv[1])\nrepo.lock.lock()\n"
+                 "print('held', flush=True)\ntime.sleep(600)\n")
+
+
+@pytest.mark.parametrize("lock_state", ["readable", "mid-write"])
+def test_a_second_dvc_commit_while_dvc_holds_the_lock_changes_nothing_and_says_why(project, lock_state):
+    """Another DVC process holds the project's lock (as the first of two concurrent `make dvc-commit`s, or a
+    `dvc repro`, does): the second exits 1 saying so, with the right advice (issue 46: it said `dvc status`
+    would list every stage); a dvc.lock that process is writing (cut mid-line) is not taken for damage and
+    moved aside, since the check runs under DVC's lock."""
+    if lock_state == "mid-write":
+        truncate_mid_line(project)
+    before = (project / "dvc.lock").read_bytes()
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_DVC_LOCK, str(project)], cwd=project, env=tool_env(),
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        second = make_dvc_commit(project)
+    finally:
+        holder.kill()
+        holder.wait(timeout=60)
+    assert second.returncode != 0
+    assert (f"tprepro dvc-commit: error: another DVC process holds this project's lock "
+            f"(.dvc/tmp/lock)") in second.stderr
+    assert "run `make dvc-commit` again once it has ended" in second.stderr
+    assert "dvc status` will list every stage" not in second.stderr and "Traceback" not in second.stderr
+    assert (project / "dvc.lock").read_bytes() == before
+    assert not [path for path in project.iterdir() if path.name.startswith("dvc.lock.damaged-")]
+
+    again = make_dvc_commit(project)  # once the other process has ended, as the error says
+    assert again.returncode == 0, again.stderr
+    status = dvc(project, "status")
+    assert status.returncode == 0 and status.stdout.strip() == "Data and pipelines are up to date.", status

@@ -262,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
             return REQUEUE_EXIT
 
     if getattr(args, "checkpoints", None):  # a training command: Snakemake requeues only preemption
-        from tprepro.train.folder_lock import FolderBusy, trainer_lock
+        from tprepro.train.folder_lock import FolderBusy, WrongFolder, claim_training_folders, trainer_lock
         from tprepro.train.requeue import run_guarded
 
         def guarded() -> int:
@@ -272,9 +272,10 @@ def main(argv: list[str] | None = None) -> int:
         if "RANK" in os.environ:  # a data-parallel worker: its launcher holds the folder's lock
             return guarded()
         with contextlib.ExitStack() as held:
-            try:
-                held.enter_context(trainer_lock(Path(args.checkpoints)))
-            except FolderBusy as exc:  # refused before anything is read or written, not recorded as a failure
+            try:  # the run owns its model folder as it owns its checkpoint folder
+                held.enter_context(claim_training_folders(Path(args.out), Path(args.checkpoints))
+                                   if getattr(args, "out", None) else trainer_lock(Path(args.checkpoints)))
+            except (FolderBusy, WrongFolder) as exc:  # refused before anything is read or written, not recorded as a failure
                 print(f"tprepro {args.command}: error: {exc}", file=sys.stderr)
                 return 2
             return guarded()

@@ -73,7 +73,7 @@ def test_the_fingerprint_comes_from_the_bytes_not_the_manifest(tmp_path):
 
 
 def no_checkpoint(checkpoints) -> bool:
-    """Nothing but the trainer's lock file (train/folder_lock.py) in the checkpoint folder, if it exists."""
+    """Nothing but the trainer's lock file (train/folder_lock.py) in the checkpoint (or model) folder, if it exists."""
     return not checkpoints.exists() or {p.name for p in checkpoints.iterdir()} <= {"trainer.lock"}
 
 
@@ -102,7 +102,7 @@ def test_training_refuses_a_swapped_shard_before_resuming_anything(tmp_path, cap
     assert status == 2
     err = capsys.readouterr().err
     assert f"{victim}: shard is corrupt or was replaced" in err
-    assert no_checkpoint(checkpoints) and not (tmp_path / "model").exists()
+    assert no_checkpoint(checkpoints) and no_checkpoint(tmp_path / "model")  # the model folder: its lock at most
     # The vocab stage, re-run on the same data, refuses it too.
     assert main(["vocab", "--params", str(path), "--train", *map(str, train_dirs), "--out", str(vocab)]) == 2
     assert str(victim) in capsys.readouterr().err

@@ -91,3 +91,57 @@ def test_the_next_invocation_closes_the_parents_of_a_killed_one_and_not_of_a_liv
             if process is not None and process.poll() is None:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait(timeout=60)
+
+
+def hand_training(workspace: Path, run: Path, store: Path, **train) -> subprocess.Popen:
+    """`tprepro train` typed in a shell: its own process group (so its own invocation), the shared store."""
+    from training_project import train_command
+
+    run.mkdir(parents=True)
+    return subprocess.Popen(train_command(workspace, run), cwd=run, env=tool_env(MLFLOW_TRACKING_URI=f"sqlite:///{store}"),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
+def hand_parents(store: Path) -> dict[str, tuple[str, str | None]]:
+    """Each parent run's invocation key: (status, tprepro.closed tag)."""
+    with sqlite3.connect(store) as db:
+        return {key: (status, why) for key, status, why in db.execute(
+            "SELECT t.value, r.status, c.value FROM runs r"
+            " JOIN tags t ON t.run_uuid = r.run_uuid AND t.key = 'tprepro.invocation'"
+            " LEFT JOIN tags c ON c.run_uuid = r.run_uuid AND c.key = 'tprepro.closed'")}
+
+
+def test_the_parent_of_a_successful_hand_run_ends_finished_and_of_a_killed_one_killed(tmp_path):
+    """Stages run by hand (no Snakemake to close their parent): the next invocation closes the parent of
+    one that succeeded as FINISHED (it was KILLED, issue 46), of one killed mid-run as KILLED."""
+    from training_project import make_workspace
+
+    store = tmp_path / "mlflow.db"
+    short = make_workspace(tmp_path / "short", steps=10, checkpoint_every=10, log_every=5)
+    long = make_workspace(tmp_path / "long", steps=100000, checkpoint_every=5, log_every=5)
+    done = hand_training(short, tmp_path / "done", store)
+    out, _ = done.communicate(timeout=600)
+    assert done.returncode == 0, out[-3000:]
+    [(done_key, (status, _))] = hand_parents(store).items()
+    assert status == "RUNNING" and done_key.split(":")[1] == str(done.pid)  # its own invocation, now ended
+
+    killed = hand_training(long, tmp_path / "killed", store)
+    try:
+        deadline = time.monotonic() + 300
+        while not (tmp_path / "killed" / "checkpoints" / "checkpoint.pt").exists():  # its MLflow run is open
+            assert killed.poll() is None, killed.communicate()[0][-3000:]
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+    finally:
+        os.killpg(killed.pid, signal.SIGKILL)
+        killed.wait(timeout=60)
+    parents_now = hand_parents(store)
+    killed_key = next(key for key in parents_now if key != done_key)
+    assert parents_now[done_key][0] == "FINISHED"  # closed by the second run as it opened its parent
+    assert "had ended after its 1 run(s) all finished" in parents_now[done_key][1]
+
+    following = hand_training(short, tmp_path / "next", store)
+    out, _ = following.communicate(timeout=600)
+    assert following.returncode == 0, out[-3000:]
+    status, why = hand_parents(store)[killed_key]
+    assert status == "KILLED" and "had ended without closing it" in why

@@ -69,3 +69,41 @@ def test_status_sees_a_training_that_no_scheduler_logs(tmp_path):
     everything = status(workspace, "--all")
     assert re.search(r"^transformer-s1: finished at step 6/6 \(100%\), as of .*"
                      r"\[logs/progress/tprepro-mathematics/transformer-s1\.log\]$", everything, flags=re.M), everything
+
+
+READ_BYTES = ("import sys\nfrom tprepro.cli import main\nmain(['status', '--logs', sys.argv[1], '--all'])\n"
+              "print('rchar', next(line.split()[1] for line in open('/proc/self/io') if line.startswith('rchar')))\n")
+
+
+def status_reading(root, logs) -> tuple[str, int]:
+    """`tprepro status --all` on `logs` (its real entry point): what it prints and how many bytes it read."""
+    result = subprocess.run([sys.executable, "-c", READ_BYTES, str(logs)], cwd=root, env=tool_env(),
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    shown, _, read = result.stdout.rpartition("rchar ")
+    return shown, int(read)
+
+
+def test_status_reads_only_the_end_of_a_huge_log(tmp_path):
+    """A 256 MiB log (a job's output before its progress lines; the issue's was 600 MB, 84 s and 1.65 GB
+    to read whole) costs `tprepro status` no more bytes read than a small log with the same end does
+    (issue 46): it reads the last megabyte, and still finds the job's last line there."""
+    workspace = make_workspace(tmp_path / "ws", steps=20, log_every=5, checkpoint_every=10)
+    small, huge = workspace / "small" / "train", workspace / "huge" / "train"
+    small.mkdir(parents=True)
+    huge.mkdir(parents=True)
+    with open(small / "transformer-s1.log", "wb") as log:  # a real job's log
+        subprocess.run(train_command(workspace, workspace / "run"), cwd=workspace, env=tool_env(), stdout=log,
+                       stderr=subprocess.STDOUT, check=True, timeout=600)
+    tail = (small / "transformer-s1.log").read_bytes()
+    with open(huge / "transformer-s1.log", "wb") as log:
+        log.truncate(256 << 20)  # a sparse head: no disk used, every byte still there to read
+        log.seek(0, 2)
+        log.write(b"\n" + tail)
+
+    shown_small, read_small = status_reading(workspace, small.parent)
+    shown_huge, read_huge = status_reading(workspace, huge.parent)
+    assert "transformer-s1: finished at step 20/20 (100%)" in shown_huge, shown_huge
+    ageless = [re.sub(r"as of \d+ min \d+ s ago", "", shown) for shown in (shown_huge.replace("huge", "small"), shown_small)]
+    assert ageless[0] == ageless[1]
+    assert read_huge - read_small < 2 << 20, (read_small, read_huge)  # the tail, not the 256 MiB head

@@ -1,6 +1,8 @@
-"""The code of tprepro's MLflow model (MLflow's models-from-code): `mlflow.pyfunc.load_model` runs this
-file, which builds the model from the installed tprepro, instead of unpickling a stored object, so a
-swapped artifact cannot run code as it loads (evaluate/pyfunc.py saves it)."""
+"""The code of tprepro's MLflow model (MLflow's models-from-code): `mlflow.pyfunc.load_model` runs the
+copy of this file stored with the model, which builds the model from the installed tprepro, instead of
+unpickling a stored object (evaluate/pyfunc.py saves it). It runs only if its sha256 is the one recorded
+when the model was logged (pyfunc._load_pyfunc checks it first); the MLmodel file that records it is
+trusted, as MLflow trusts it (see evaluate/pyfunc.py: what loading trusts)."""
 
 from mlflow.models import set_model
 

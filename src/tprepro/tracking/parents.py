@@ -39,10 +39,19 @@ def parent_run_id(client, experiment_id: str) -> str:
                                  tags={INVOCATION_TAG: invocation_key(), **source_tags()}).info.run_id
 
 
+def _all_children_finished(client, experiment_id: str, run_id: str) -> int:
+    """How many child runs parent `run_id` has if every one of them ended FINISHED, else 0."""
+    children = client.search_runs([experiment_id], filter_string=f"tags.`mlflow.parentRunId` = '{run_id}'",
+                                  max_results=10000)
+    return len(children) if children and all(child.info.status == "FINISHED" for child in children) else 0
+
+
 def close_abandoned_parents(client, experiment_id: str) -> list[str]:
-    """Mark KILLED the parent runs left RUNNING by invocations whose process is gone (killed, so that no
-    onsuccess/onerror closed them), tagged with when and why (CLOSED_TAG); the ids closed. A parent whose
-    invocation still runs, or whose owner this host cannot check (another host), stays open."""
+    """Close the parent runs left RUNNING by invocations whose process is gone, tagged with when and why
+    (CLOSED_TAG); the ids closed. Snakemake's (a key with its nonce) are KILLED: its onsuccess/onerror
+    would have closed them. A stage run by hand (`tprepro train` in a shell, `dvc repro`: the process
+    group's key), which nothing closes when it ends, is FINISHED if each of its runs finished, else KILLED.
+    A parent whose invocation still runs, or whose owner this host cannot check (another host), stays open."""
     closed = []
     for run in client.search_runs([experiment_id], filter_string="attributes.status = 'RUNNING'", max_results=1000):
         key = run.data.tags.get(INVOCATION_TAG)
@@ -50,11 +59,16 @@ def close_abandoned_parents(client, experiment_id: str) -> list[str]:
             continue
         host, pid = key.split(":")[:2]
         now = datetime.now(timezone.utc)
+        by_hand = len(key.split(":")) == 3  # invocation.group_key(): no Snakemake owned it
+        finished = _all_children_finished(client, experiment_id, run.info.run_id) if by_hand else 0
+        why = (f"had ended after its {finished} run(s) all finished (stages run by hand, which no workflow "
+               f"closes)" if finished else "had ended without closing it (killed, or a stage run alone that "
+                                               "did not finish)")
         client.set_tag(run.info.run_id, CLOSED_TAG,
                        f"{now.isoformat(timespec='seconds')}: closed by invocation {invocation_key()}: the process "
-                       f"of its own invocation (pid {pid} on {host}) had ended without closing it (killed, or a "
-                       f"stage run alone)")
-        client.set_terminated(run.info.run_id, "KILLED", end_time=int(now.timestamp() * 1000))
+                       f"of its own invocation (pid {pid} on {host}) {why}")
+        client.set_terminated(run.info.run_id, "FINISHED" if finished else "KILLED",
+                              end_time=int(now.timestamp() * 1000))
         closed.append(run.info.run_id)
     return closed
 

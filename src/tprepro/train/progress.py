@@ -42,12 +42,27 @@ class Progress:
         return ", ".join(parts) + f"  [{self.log}]"
 
 
+TAIL_BYTES = 1 << 20  # how much of a log's end `tprepro status` reads: a progress line every half minute
+
+
+def log_tail(log: Path, size: int = TAIL_BYTES) -> str:
+    """The last `size` bytes of `log` as text, from its first whole line (a log may be gigabytes long)."""
+    with open(log, "rb") as handle:
+        end = handle.seek(0, 2)
+        start = max(0, end - size)
+        handle.seek(start)
+        data = handle.read(end - start)
+    if start > 0:  # drop the line cut in two
+        data = data[data.find(b"\n") + 1:] if b"\n" in data else b""
+    return data.decode("utf-8", errors="replace")
+
+
 def read_progress(log: Path) -> Progress | None:
-    """The job's progress from its log's last training line; None if the log has none (not a
-    training job's, or not started yet)."""
+    """The job's progress from the last training line in its log's last `TAIL_BYTES`; None if they hold
+    none (not a training job's, not started yet, or silent for a megabyte of other output)."""
     found = None
     try:
-        text = log.read_text(encoding="utf-8", errors="replace")
+        text = log_tail(log)
     except OSError:
         return None
     for line in text.splitlines():
