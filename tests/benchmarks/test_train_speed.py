@@ -1,15 +1,13 @@
 """benchmarks/train_speed.py at a tiny size on CPU: the real Trainer on the real generator's problems."""
 
 import json
-import sys
 
 import pytest
 
 from helpers import REPO
 from tprepro.plan.speeds import THROUGHPUT_SCHEMA
 
-sys.path.insert(0, str(REPO / "benchmarks"))
-import train_speed  # noqa: E402
+from benchmarks import train_speed
 
 FIELDS = {"schema", "preset", "arch", "device_kind", "device", "torch", "commit", "date", "batch_size", "precision",
           "compile", "threads", "steps", "samples_per_s", "step_s", "flops_per_sample", "mfu_real", "mfu_padded",
