@@ -1,6 +1,7 @@
 """benchmarks/paired_evaluations.py: two folders of evaluation CSVs, paired by seed."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -9,7 +10,7 @@ import pytest
 
 from helpers import REPO, tool_env
 
-SCRIPT = REPO / "benchmarks" / "paired_evaluations.py"
+BENCHMARKS_ON_PATH = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))  # a package
 
 
 def write_evals(folder, model: str, accuracies: dict[int, dict[tuple[str, str], float]]) -> None:
@@ -23,7 +24,8 @@ def write_evals(folder, model: str, accuracies: dict[int, dict[tuple[str, str], 
 
 
 def run(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], env=tool_env(), capture_output=True,
+    return subprocess.run([sys.executable, "-m", "benchmarks.paired_evaluations", *map(str, args)],
+                          env=tool_env(PYTHONPATH=BENCHMARKS_ON_PATH), capture_output=True,
                           text=True, timeout=300)
 
 
