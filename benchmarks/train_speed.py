@@ -55,7 +55,7 @@ from tprepro.train.throughput import synchronize
 from tprepro.train.trainer import Trainer, TrainJob
 
 from benchmarks.kit.overrides import given, params_train
-from benchmarks.kit.report import device_kind, kind_of_name, stamp  # noqa: F401  (kind_of_name: the device kinds)
+from benchmarks.kit.report import device_kind, stamp
 from benchmarks.kit.runner import Recorder
 from benchmarks.kit.sample import REPO, all_rows, training_sample
 PAPER_EVALUATION = 10_000 * 71  # problems: Schlag et al. score 10,000 per module split, 71 splits

@@ -16,7 +16,7 @@ from tprepro.params import TrainConfig, load_params
 
 from benchmarks import parity
 from benchmarks.kit.overrides import cpu_run, given, params_train
-from benchmarks.kit.report import markdown_table, stamp, write_report
+from benchmarks.kit.report import kind_of_name, markdown_table, stamp, write_report
 from benchmarks.kit.runner import Recorder
 from benchmarks.kit.stats import interval, paired_interval
 
@@ -47,6 +47,13 @@ def test_a_report_is_stamped_and_written_whole(tmp_path):
     out = write_report(tmp_path / "deep" / "report.json", {**stamped, "results": [1.5]})
     assert json.loads(out.read_text()) == {**stamped, "results": [1.5]}
     assert markdown_table(["a", "b"], [[1, "x"]]) == "| a | b |\n|---|---|\n| 1 | x |"
+
+
+@pytest.mark.parametrize("name, kind", [("NVIDIA H100 80GB HBM3", "h100"), ("NVIDIA H200", "h200"),
+                                        ("NVIDIA A100-SXM4-80GB", "a100"), ("NVIDIA L40S", "l40s"),
+                                        ("NVIDIA GeForce RTX 4090", "nvidia-geforce-rtx-4090")])
+def test_device_kinds_are_short_names(name, kind):
+    assert kind_of_name(name) == kind
 
 
 def test_overrides_keep_the_params_settings_a_run_does_not_change():

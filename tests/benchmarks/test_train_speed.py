@@ -57,10 +57,3 @@ def test_two_variable_presets_train_on_the_projects_two_variable_data(tmp_path):
         "--threads", "1", "--out-dir", str(tmp_path / "out")])
     assert result["arch"] == "universal_transformer" and result["final_loss"] > 0
     assert (tmp_path / "out" / "cpu" / "ut_tiny.json").is_file()
-
-
-@pytest.mark.parametrize("name, kind", [("NVIDIA H100 80GB HBM3", "h100"), ("NVIDIA H200", "h200"),
-                                        ("NVIDIA A100-SXM4-80GB", "a100"), ("NVIDIA L40S", "l40s"),
-                                        ("NVIDIA GeForce RTX 4090", "nvidia-geforce-rtx-4090")])
-def test_device_kinds_are_short_names(name, kind):
-    assert train_speed.kind_of_name(name) == kind
