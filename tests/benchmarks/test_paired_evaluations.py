@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from helpers import REPO, tool_env
+from tprepro.report.tables import write_digested_csv
 
 BENCHMARKS_ON_PATH = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))  # a package
 
@@ -20,7 +21,7 @@ def write_evals(folder, model: str, accuracies: dict[int, dict[tuple[str, str], 
         rows = [{"model": model, "seed": seed, "module": module, "split": split, "n": 100,
                  "correct": round(100 * accuracy), "accuracy": accuracy}
                 for (split, module), accuracy in per_module.items()]
-        pd.DataFrame(rows).to_csv(folder / f"{model}-s{seed}.csv", index=False)
+        write_digested_csv(pd.DataFrame(rows), folder / f"{model}-s{seed}.csv")  # as the evaluate stage writes it
 
 
 def run(*args) -> subprocess.CompletedProcess:
