@@ -110,8 +110,8 @@ test-fast: install
 # The learning studies (data_order.py, learning.py, module_screen.py) train for tens of minutes to hours
 # and the shard and summarization benchmarks read a finished run: each says its command line at its top.
 bench: install
-	$(BIN)/python benchmarks/train_throughput.py
-	$(BIN)/python benchmarks/decode.py
+	$(BIN)/python -m benchmarks.train_throughput
+	$(BIN)/python -m benchmarks.decode
 
 ## clean: remove everything `make run` made (data, models, results, MLflow store, DVC and Snakemake state); the venvs stay
 clean:

@@ -17,179 +17,38 @@ Arms: `buckets` (today's length buckets, the params file's bucket_width), `bucke
 (batches cut from length-sorted pools of N batches, in a random order); a trailing `t`
 (`pool16t`) weighs every target token alike across batches (`train.loss_weighting: token`).
 
-    python benchmarks/data_order.py --experiment algolisp --seeds 1 2 3
-    python benchmarks/data_order.py --experiment mathematics --steps 1500 --arms buckets random pool16
-    python benchmarks/data_order.py --experiment mathqa --mathqa-dir ../shared/data/mathqa
-    python benchmarks/data_order.py --tables results/benchmarks/data_order-*.json   # reprint finished sweeps
+    python -m benchmarks.data_order --experiment algolisp --seeds 1 2 3
+    python -m benchmarks.data_order --experiment mathematics --steps 1500 --arms buckets random pool16
+    python -m benchmarks.data_order --experiment mathqa --mathqa-dir ../shared/data/mathqa
+    python -m benchmarks.data_order --tables results/benchmarks/data_order-*.json   # reprint finished sweeps
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 import json
 import re
 import statistics
 import sys
-import tempfile
-import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import torch
-import yaml
-from scipy import stats
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from learning import REPO, generate_sample  # noqa: E402  (the real generator through the data stage)
+from tprepro.data.batching import BatchStream
+from tprepro.evaluate.curves import heldout_loss
+from tprepro.params import TrainConfig, load_params
+from tprepro.train.trainer import FINGERPRINT_DEFAULTS
 
-from tprepro.data.batching import BatchStream  # noqa: E402
-from tprepro.data.shards import iter_rows, open_dataset  # noqa: E402
-from tprepro.data.vocab import build_vocab  # noqa: E402
-from tprepro.evaluate.curves import heldout_loss  # noqa: E402
-from tprepro.evaluate.evaluate import predict_ids  # noqa: E402
-from tprepro.experiments.mathematics.modules import INTERPOLATE, TRAIN_SPLITS  # noqa: E402
-from tprepro.io import atomic_write_text  # noqa: E402
-from tprepro.params import TrainConfig, apply_overrides, load_params  # noqa: E402
-from tprepro.experiments.n2f.settings import n2f_train  # noqa: E402
-from tprepro.experiments.two_variable.settings import two_variable_train  # noqa: E402
-from tprepro.pipeline import model_config  # noqa: E402
-from tprepro.train.callbacks import Callback  # noqa: E402
-from tprepro.train.trainer import FINGERPRINT_DEFAULTS, Trainer, TrainJob  # noqa: E402
-from tprepro.train.step import unwrap  # noqa: E402
+from benchmarks.kit.overrides import cpu_run
+from benchmarks.kit.report import markdown_table, stamp, write_report
+from benchmarks.kit.runner import Recorder, train
+from benchmarks.kit.sample import REPO
+from benchmarks.kit.stats import interval
+from benchmarks.setups import EXPERIMENTS, SETUPS, Options, Setup
 
-EXPERIMENTS = ("mathematics", "two_variable", "algolisp", "mathqa", "summarization")
 REFERENCE_ARM = "random"
 DIVERSITY_BATCHES = 200
-
-
-@dataclass
-class Setup:
-    """What one experiment's sweep needs: its training data, codec, model, settings and scorers."""
-
-    files: list[list[Path]]  # training shards per dataset, as the training stage passes them
-    codec: object  # the experiment's vocabulary (char Vocab, TupleVocab, SubwordCodec)
-    model: object  # ModelConfig
-    config: TrainConfig  # the experiment's merged train settings
-    heldout: list[tuple[str, str]]  # (question, answer) rows never trained on
-    label_of: dict[str, str]  # training question -> module / template / type
-    accuracy: Callable[[torch.nn.Module], float] | None  # held-out accuracy of a model, or None
-
-
-# ---- the experiments ---------------------------------------------------------------------------
-def mathematics(params: dict, args) -> Setup:
-    modules = params["grid"]["modules"]
-    cache = args.cache / f"mathematics-n{args.per_module}-t{args.heldout}-s{args.data_seed}"
-    generate_sample(cache, modules, args.per_module, 1000, args.data_seed, splits=(*TRAIN_SPLITS, INTERPOLATE),
-                    test_per_module=args.heldout)
-    train = {(s, m): open_dataset(cache / s / m) for s in TRAIN_SPLITS for m in modules}
-    tests = [open_dataset(cache / INTERPOLATE / m) for m in modules]
-    vocab = build_vocab([*train.values(), *tests])
-    heldout = [(r["question"], r["answer"]) for ds in tests for r in iter_rows(ds)]
-    label_of = {r["question"]: m for (_, m), ds in train.items() for r in iter_rows(ds, columns=("question",))}
-    name = args.model or params["grid"]["models"][0]
-    return Setup([ds.files for ds in train.values()], vocab, model_config(params, name),
-                 TrainConfig.from_params(params),
-                 heldout, label_of, exact_match(vocab, heldout, params["evaluate"]["max_answer_length"]))
-
-
-def two_variable(params: dict, args) -> Setup:
-    from tprepro.experiments.two_variable.data import TEST, TRAIN, write_two_variable
-
-    data = params["two_variable"]["data"]
-    cache = args.cache / f"two_variable-n{data['size']}-s{data['seed']}"
-    if not (cache / TEST / "manifest.json").is_file():
-        write_two_variable(cache, seed=data["seed"], size=data["size"], test_fraction=data["test_fraction"],
-                           rows_per_shard=data["rows_per_shard"])
-    train, test = open_dataset(cache / TRAIN), open_dataset(cache / TEST)
-    vocab = build_vocab([train, test])
-    heldout = [(r["question"], r["answer"]) for r in iter_rows(test)][: args.heldout * 10]
-    label_of = {r["question"]: r["module"] for r in iter_rows(train, columns=("question", "module"))}
-    name = args.model or next(iter(params["two_variable"]["models"]))
-    return Setup([train.files], vocab, model_config(params, name, "two_variable.models"),
-                 TrainConfig.from_params({"train": two_variable_train(params)}), heldout, label_of,
-                 exact_match(vocab, heldout, params["evaluate"]["max_answer_length"]))
-
-
-def n2f(task: str):
-    def setup(params: dict, args) -> Setup:
-        from tprepro.experiments.n2f.stages import VOCAB_FILE, data_stage, predict_programs
-        from tprepro.experiments.n2f.tasks import TEST, TRAIN, get_task
-        from tprepro.experiments.n2f.tuple_vocab import TupleVocab
-
-        if task == "mathqa":
-            if args.mathqa_dir is None:
-                raise SystemExit("--mathqa-dir: the folder of MathQA's dev.json and test.json")
-            data = {"train": str(args.mathqa_dir / "dev.json"), "test": str(args.mathqa_dir / "test.json"),
-                    "train_label": "dev", "test_label": "test"}
-            params = apply_overrides(params, {"n2f.tasks": [task], f"n2f.{task}.data": data})
-        digest = hashlib.sha256(json.dumps(params["n2f"][task]["data"], sort_keys=True).encode()).hexdigest()
-        cache = args.cache / f"{task}-{digest[:12]}"
-        if not (cache / VOCAB_FILE).is_file():
-            params_file = cache.with_suffix(".params.yaml")
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            params_file.write_text(yaml.safe_dump(params))
-            data_stage(str(params_file), task, cache)
-        spec = get_task(task)
-        columns = spec.schema.names
-        train_rows = list(iter_rows(open_dataset(cache / TRAIN), columns))
-        test_rows = list(iter_rows(open_dataset(cache / TEST), columns))[: args.heldout * 10]
-        codec = TupleVocab.load(cache / VOCAB_FILE)
-        label_column = "nodes" if task == "algolisp" else "category"  # the generator's template, MathQA's category
-        label_of = {r["question"]: r[label_column] for r in train_rows}
-        settings, metric = params["n2f"][task], spec.columns[0]
-        split = spec.split_label(settings["data"], TEST)
-        evaluation = params["n2f"]["evaluate"]
-
-        def accuracy(model) -> float:
-            programs = predict_programs(model, codec, [r["question"] for r in test_rows], evaluation["batch_size"],
-                                        evaluation["max_tuples"])
-            rows = spec.score(test_rows, programs, settings, split)
-            return next(r["accuracy"] for r in rows if r["split"] == split and r["module"] == metric.metric)
-
-        name = args.model or params["n2f"]["models"][0]
-        return Setup([open_dataset(cache / TRAIN).files], codec, model_config(params, name, f"n2f.{task}.models"),
-                      TrainConfig.from_params({"train": n2f_train(params, task)}),
-                      [(r["question"], r["answer"]) for r in test_rows], label_of, accuracy)
-
-    return setup
-
-
-def summarization(params: dict, args) -> Setup:
-    from tprepro.experiments.summarization import TEST, TRAIN
-    from tprepro.experiments.summarization.settings import summarization_train
-    from tprepro.experiments.summarization.stages import corpus_stage, data_stage, load_codec
-
-    dataset = next(iter(params["summarization"]["datasets"]))
-    cache = args.cache / f"summarization-{params['summarization']['corpus']['max_examples']}"
-    params_file = args.cache / "summarization.params.yaml"
-    if not (cache / dataset / "spm.model").is_file():
-        cache.mkdir(parents=True, exist_ok=True)
-        params_file.write_text(yaml.safe_dump(params))
-        corpus_stage(str(params_file), cache / "corpus")
-        data_stage(str(params_file), dataset, cache / "corpus", cache / dataset)
-    codec = load_codec(params, cache / dataset)
-    columns = tuple(codec.columns)
-    train = open_dataset(cache / dataset / TRAIN)
-    heldout = [(r[columns[0]], r[columns[1]]) for r in iter_rows(open_dataset(cache / dataset / TEST), columns)]
-    name = args.model or next(iter(params["summarization"]["models"]))
-    return Setup([train.files], codec, model_config(params, name, "summarization.models"),
-                 TrainConfig.from_params({"train": summarization_train(params)}), heldout[: args.heldout * 10],
-                 {r[columns[0]]: dataset for r in iter_rows(train, columns)}, None)
-
-
-SETUPS = {"mathematics": mathematics, "two_variable": two_variable, "algolisp": n2f("algolisp"),
-          "mathqa": n2f("mathqa"), "summarization": summarization}
-
-
-def exact_match(vocab, rows: list[tuple[str, str]], max_len: int) -> Callable[[torch.nn.Module], float]:
-    def accuracy(model) -> float:
-        outputs = predict_ids(model, vocab, [q for q, _ in rows], 256, max_len)
-        return sum(vocab.exact_match(ids, answer) for ids, (_, answer) in zip(outputs, rows)) / len(rows)
-
-    return accuracy
 
 
 # ---- arms ----------------------------------------------------------------------------------------
@@ -228,43 +87,23 @@ def diversity(setup: Setup, config: TrainConfig, seed: int) -> dict:
     return {"labels_per_batch": statistics.mean(labels), "padding": padded / positions}
 
 
-class HeldOutScores(Callback):
-    """Held-out loss and accuracy every `every` steps; the clock stops while scoring."""
-
-    def __init__(self, setup: Setup, every: int, batch_size: int):
-        self.setup, self.every, self.batch_size = setup, every, batch_size
-        self.points: list[dict] = []
-        self.trainer = None
-        self.started = self.paused = self.cpu_started = self.cpu_paused = 0.0
-
-    def on_train_start(self, trainer) -> None:
-        self.trainer, self.started, self.paused = trainer, time.perf_counter(), 0.0
-        self.cpu_started, self.cpu_paused = time.process_time(), 0.0
-
-    def on_log(self, step: int, metrics: dict) -> None:
-        if step % self.every and step != self.trainer.config.steps:
-            return
-        stop, cpu_stop = time.perf_counter(), time.process_time()
-        model = unwrap(self.trainer.model)
-        model.eval()
+def heldout_scores(setup: Setup, batch_size: int):
+    """The probe: the held-out loss, and the experiment's accuracy where it has one."""
+    def probe(model) -> dict:
         with torch.inference_mode():
-            loss = heldout_loss(model, self.setup.codec, self.setup.heldout, self.batch_size)
-            accuracy = self.setup.accuracy(model) if self.setup.accuracy else None
-        model.train()
-        self.points.append({"step": step, "seconds": stop - self.started - self.paused,
-                            "cpu_seconds": cpu_stop - self.cpu_started - self.cpu_paused, "train_loss": metrics["loss"],
-                            "heldout_loss": loss, "accuracy": accuracy})
-        self.paused += time.perf_counter() - stop
-        self.cpu_paused += time.process_time() - cpu_stop
+            loss = heldout_loss(model, setup.codec, setup.heldout, batch_size)
+            accuracy = setup.accuracy(model) if setup.accuracy else None
+        return {"heldout_loss": loss, "accuracy": accuracy}
+
+    return probe
 
 
 def train_arm(setup: Setup, config: TrainConfig, seed: int, every: int) -> list[dict]:
-    scores = HeldOutScores(setup, every, batch_size=64)
-    job = TrainJob(name="data-order", seed=seed, model=setup.model, config=config, files=setup.files,
-                   vocab=setup.codec, data_fingerprint="benchmark")
-    with tempfile.TemporaryDirectory() as tmp:
-        Trainer(job, Path(tmp) / "checkpoint.pt", callbacks=[scores]).fit()
-    return scores.points
+    """Held-out loss and accuracy every `every` steps; the clock stops while scoring."""
+    scores = Recorder(heldout_scores(setup, batch_size=64), every)
+    train("data-order", seed, setup.model, config, setup.files, setup.codec, [scores])
+    return [{"step": p["step"], "seconds": p["seconds"], "cpu_seconds": p["cpu_seconds"], "train_loss": p["loss"],
+             "heldout_loss": p["heldout_loss"], "accuracy": p["accuracy"]} for p in scores.probed]
 
 
 # ---- statistics ----------------------------------------------------------------------------------
@@ -272,14 +111,6 @@ def at_time(points: list[dict], seconds: float) -> dict:
     """The last point scored within `seconds` of training (the first point if none is)."""
     within = [p for p in points if p["seconds"] <= seconds + 1e-9]
     return within[-1] if within else points[0]
-
-
-def interval(values: list[float]) -> dict:
-    """Mean, sd and the 95% t interval of the mean."""
-    n, mean = len(values), statistics.mean(values)
-    sd = statistics.stdev(values) if n > 1 else float("nan")
-    half = stats.t.ppf(0.975, n - 1) * sd / n ** 0.5 if n > 1 else float("nan")
-    return {"mean": mean, "sd": sd, "low": mean - half, "high": mean + half, "n": n}
 
 
 def summarise(runs: dict[str, dict[int, list[dict]]], batch_size: int) -> dict:
@@ -320,16 +151,15 @@ def print_table(summary: dict, mix: dict, experiment: str) -> None:
         return f"{entry['mean'] * scale:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
 
     print(f"\n{experiment}: mean ± sd over seeds; paired: arm − {REFERENCE_ARM} (95% t interval); accuracy in %")
-    print("| arm | labels/batch | padding | samples/s | samples/CPU-s | held-out loss | Δ loss | accuracy | Δ accuracy "
-          "| loss @ equal time | accuracy @ equal time | Δ accuracy @ equal time |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for arm, entry in summary.items():
-        print(f"| {arm} | {mix[arm]['labels_per_batch']:.1f} | {mix[arm]['padding']:.0%} | "
-              f"{cell(entry['samples_per_s'], digits=0)} | {cell(entry.get('samples_per_cpu_s'), digits=0)} | "
-              f"{cell(entry.get('heldout_loss@steps'))} | "
-              f"{paired(entry.get('heldout_loss@steps.paired'))} | {cell(entry.get('accuracy@steps'), 100, 1)} | "
-              f"{paired(entry.get('accuracy@steps.paired'), 100, 1)} | {cell(entry.get('heldout_loss@time'))} | "
-              f"{cell(entry.get('accuracy@time'), 100, 1)} | {paired(entry.get('accuracy@time.paired'), 100, 1)} |")
+    print(markdown_table(
+        ["arm", "labels/batch", "padding", "samples/s", "samples/CPU-s", "held-out loss", "Δ loss", "accuracy",
+         "Δ accuracy", "loss @ equal time", "accuracy @ equal time", "Δ accuracy @ equal time"],
+        [[arm, f"{mix[arm]['labels_per_batch']:.1f}", f"{mix[arm]['padding']:.0%}",
+          cell(entry["samples_per_s"], digits=0), cell(entry.get("samples_per_cpu_s"), digits=0),
+          cell(entry.get("heldout_loss@steps")), paired(entry.get("heldout_loss@steps.paired")),
+          cell(entry.get("accuracy@steps"), 100, 1), paired(entry.get("accuracy@steps.paired"), 100, 1),
+          cell(entry.get("heldout_loss@time")), cell(entry.get("accuracy@time"), 100, 1),
+          paired(entry.get("accuracy@time.paired"), 100, 1)] for arm, entry in summary.items()]))
 
 
 def reprint(paths: list[Path], arms: list[str] | None = None) -> None:
@@ -385,20 +215,19 @@ def main() -> None:
         parser.error("--experiment or --tables is required")
 
     params = load_params(args.params)
-    setup = SETUPS[args.experiment](params, args)
+    setup = SETUPS[args.experiment](params, Options(args.cache, args.model, args.heldout, args.per_module,
+                                                    args.data_seed, args.mathqa_dir))
     steps = args.steps or setup.config.steps
     every = args.eval_every or max(1, steps // 10)
-    base = dataclasses.replace(setup.config, steps=steps, log_every=min(every, 50), checkpoint_every=steps,
-                               device="cpu", threads=args.threads, amp=False, compile=False, processes=1)
+    base = cpu_run(setup.config, steps, args.threads, log_every=min(every, 50))
     torch.set_num_threads(args.threads)
     print(f"{args.experiment}: {base.steps} steps of {base.batch_size}, lr {base.lr}, {len(setup.heldout)} held-out "
           f"rows, arms {' '.join(args.arms)}, seeds {args.seeds}", flush=True)
     out = args.out or REPO / f"results/benchmarks/data_order-{args.experiment}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
     configs = {arm: dataclasses.replace(base, **arm_settings(arm, base.bucket_width)) for arm in args.arms}
     mix = {arm: diversity(setup, config, args.seeds[0]) for arm, config in configs.items()}
     runs: dict[str, dict[int, list[dict]]] = {arm: {} for arm in args.arms}
-    report = {"experiment": args.experiment, "argv": sys.argv[1:], "model": dataclasses.asdict(setup.model),
+    report = {"experiment": args.experiment, "argv": sys.argv[1:], **stamp(), "model": dataclasses.asdict(setup.model),
               "train": dataclasses.asdict(base), "arms": {a: arm_settings(a, base.bucket_width) for a in args.arms},
               "diversity": mix, "runs": runs}
     for seed in args.seeds:  # seed-major: every seed's arms are paired however far the sweep gets
@@ -408,9 +237,9 @@ def main() -> None:
             accuracy = "-" if last["accuracy"] is None else f"{last['accuracy']:.3f}"
             print(f"seed {seed} {arm:<10} loss {last['heldout_loss']:.4f} accuracy {accuracy} "
                   f"({last['seconds']:.0f} s)", flush=True)
-            atomic_write_text(out, json.dumps(report, indent=2) + "\n")
+            write_report(out, report)
     report["summary"] = summarise(runs, base.batch_size)
-    atomic_write_text(out, json.dumps(report, indent=2) + "\n")
+    write_report(out, report)
     print_table(report["summary"], mix, args.experiment)
     print(f"-> {out}")
 

@@ -8,8 +8,8 @@ pipeline run gives one (the rehearsal: `snakemake` with workflow/configs/rehears
 wrapper, docs/rehearsal.md); `--measure` runs the data jobs of a params file one at a time and records
 another:
 
-    python benchmarks/data_rates.py --measure /tmp/small.yaml --times /tmp/small-jobs.jsonl
-    python benchmarks/data_rates.py --run /tmp/small.yaml=/tmp/small-jobs.jsonl \\
+    python -m benchmarks.data_rates --measure /tmp/small.yaml --times /tmp/small-jobs.jsonl
+    python -m benchmarks.data_rates --run /tmp/small.yaml=/tmp/small-jobs.jsonl \\
         --run workflow/configs/rehearsal.yaml=/tmp/rehearsal-jobs.jsonl --commit "$(git rev-parse --short HEAD)"
 
 Per (split, module): least squares through its jobs' (problems, CPU seconds). Per-problem costs span more
@@ -33,7 +33,7 @@ from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE, TR
 from tprepro.params import load_params
 from tprepro.plan.speeds import DataRate, write_data_rates
 
-from measure_jobs import measurement_arguments, timed_job  # benchmarks/ is the script's folder
+from benchmarks.measure_jobs import measurement_arguments, timed_job
 
 
 def grid_jobs(params: dict) -> list[tuple[str, str, int]]:

@@ -1,6 +1,6 @@
 """Greedy decoding speed with and without the decoder's K/V caches.
 
-    python benchmarks/decode.py --preset tp_transformer_tiny --batch-sizes 1 32 --max-len 30
+    python -m benchmarks.decode --preset tp_transformer_tiny --batch-sizes 1 32 --max-len 30
 
 Builds a randomly initialised model from a preset, decodes a random batch (or the
 token ids in --src, one source per line) both ways, checks that the predictions are
@@ -10,7 +10,6 @@ identical, prints a table and writes it as JSON to --out (atomically).
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import statistics
 import time
@@ -18,8 +17,9 @@ import time
 import torch
 
 from tprepro.evaluate.decode import greedy_decode
-from tprepro.io import atomic_write_text
 from tprepro.models import build_model, list_presets, resolve_model_config
+
+from benchmarks.kit.report import stamp, write_report
 
 PAD, BOS, EOS = 0, 1, 2
 COLUMNS = {  # JSON key: table heading
@@ -98,15 +98,15 @@ def main() -> None:
         print(" ".join(f"{row[key]:>11}" for key in COLUMNS))
 
     result = dict(
+        **stamp(),
         preset=args.preset,
         vocab_size=args.vocab_size,
         threads=args.threads,
         repeats=args.repeats,
-        torch=torch.__version__,
         machine=platform.machine(),
         rows=rows,
     )
-    atomic_write_text(args.out, json.dumps(result, indent=2) + "\n")
+    write_report(args.out, result)
     print(f"wrote {args.out}")
 
 

@@ -12,7 +12,7 @@ is first predicted from the others (the out-of-sample check docs/rehearsal.md re
 are fitted. The training sample is drawn from each training split's first shard, so a run with large
 shards lets it grow (docs/rehearsal.md: 20,000-row shards of the tiny grid's modules):
 
-    python benchmarks/evaluate_rate.py --run-dir <a finished run of params.yaml> --params <its params file> \\
+    python -m benchmarks.evaluate_rate --run-dir <a finished run of params.yaml> --params <its params file> \\
         --train-sample 300 1500 6000 20000 --commit "$(git rev-parse --short HEAD)"
 """
 
@@ -33,7 +33,7 @@ from tprepro.plan.jobs import jobs
 from tprepro.plan.speeds import update_stage_rate
 from tprepro.plan.work import work
 
-from measure_jobs import measurement_arguments, timed_job  # benchmarks/ is the script's folder
+from benchmarks.measure_jobs import measurement_arguments, timed_job
 
 STAGE = "evaluate"
 

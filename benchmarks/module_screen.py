@@ -7,38 +7,32 @@ sample, the split Table 1 reports. Two-variable: the same on the experiment's ge
 train split, scored per expression type on its test split. This is the measurement
 `workflow/configs/cpu.yaml` picks its modules and budgets from.
 
-    python benchmarks/module_screen.py --preset tp_transformer_tiny --steps 4000 --label tp
-    python benchmarks/module_screen.py --modules numbers__place_value comparison__pair --steps 500
-    python benchmarks/module_screen.py --experiment two_variable --preset aut_tiny --size 60000
+    python -m benchmarks.module_screen --preset tp_transformer_tiny --steps 4000 --label tp
+    python -m benchmarks.module_screen --modules numbers__place_value comparison__pair --steps 500
+    python -m benchmarks.module_screen --experiment two_variable --preset aut_tiny --size 60000
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from learning import REPO, SIZES, generate_sample  # noqa: E402  (the learning benchmark's data helpers)
+from tprepro.data.shards import iter_rows, open_dataset
+from tprepro.data.vocab import build_vocab
+from tprepro.evaluate.evaluate import EvalSet, full_set, score
+from tprepro.experiments.mathematics.modules import INTERPOLATE, TRAIN_SPLITS
+from tprepro.experiments.two_variable.data import TEST, TRAIN, TYPES, write_two_variable
+from tprepro.models.registry import resolve_model_config
 
-from tprepro.data.shards import open_dataset  # noqa: E402
-from tprepro.data.vocab import build_vocab  # noqa: E402
-from tprepro.data.shards import iter_rows  # noqa: E402
-from tprepro.evaluate.evaluate import EvalSet, full_set, score  # noqa: E402
-from tprepro.experiments.mathematics.modules import INTERPOLATE, TRAIN_SPLITS  # noqa: E402
-from tprepro.experiments.two_variable.data import TEST, TRAIN, TYPES, write_two_variable  # noqa: E402
-from tprepro.io import atomic_write_text  # noqa: E402
-from tprepro.models.registry import resolve_model_config  # noqa: E402
-from tprepro.params import TrainConfig, load_params  # noqa: E402
-from tprepro.train.callbacks import Callback  # noqa: E402
-from tprepro.train.trainer import Trainer, TrainJob  # noqa: E402
-from tprepro.train.step import unwrap  # noqa: E402
+from benchmarks.kit.overrides import SIZES, cpu_run, given, params_train
+from benchmarks.kit.report import markdown_table, stamp, write_report
+from benchmarks.kit.runner import Recorder, train
+from benchmarks.kit.sample import REPO, generate_sample
 
 # The modules a tiny model plausibly learns: single-answer selection, copying and comparison.
 CANDIDATES = ["numbers__place_value", "numbers__round_number", "comparison__pair", "comparison__sort",
@@ -46,32 +40,17 @@ CANDIDATES = ["numbers__place_value", "numbers__round_number", "comparison__pair
               "arithmetic__add_or_sub"]
 
 
-class ModuleAccuracy(Callback):
-    """Greedy exact match on every held-out set (a module, or an expression type) every `every` steps and at the end."""
+def module_accuracy(eval_sets, vocab, max_len: int, recorder: Recorder, started: float):
+    """The probe: greedy exact match on every held-out set (a module, or an expression type), printed with the
+    window's step and loss; `wall_seconds`: since `started`, scoring included."""
+    def probe(model) -> dict:
+        accuracy = {s.module: score(model, vocab, s, 256, max_len)["accuracy"] for s in eval_sets}
+        point = recorder.logged[-1]
+        print(f"step {point['step']:>6}  loss {point['loss']:.3f}  " + "  ".join(
+            f"{m.split('__')[-1][:12]} {a:.2f}" for m, a in accuracy.items()), flush=True)
+        return {"accuracy": accuracy, "wall_seconds": time.perf_counter() - started}
 
-    def __init__(self, eval_sets, every: int, max_len: int):
-        self.eval_sets, self.every, self.max_len = eval_sets, every, max_len
-        self.points: list[dict] = []
-        self.trainer = None
-        self.started = time.perf_counter()
-
-    def on_train_start(self, trainer) -> None:
-        self.trainer = trainer
-
-    def on_log(self, step: int, metrics: dict[str, float]) -> None:
-        if step % self.every == 0 or step == self.trainer.config.steps:
-            self.evaluate(step, metrics["loss"])
-
-    def evaluate(self, step: int, loss: float) -> None:
-        model = unwrap(self.trainer.model)
-        model.eval()
-        accuracy = {s.module: score(model, self.trainer.job.vocab, s, 256, self.max_len)["accuracy"]
-                    for s in self.eval_sets}
-        model.train()
-        self.points.append({"step": step, "loss": loss, "seconds": time.perf_counter() - self.started,
-                            "accuracy": accuracy})
-        print(f"step {step:>6}  loss {loss:.3f}  " + "  ".join(f"{m.split('__')[-1][:12]} {a:.2f}"
-                                                             for m, a in accuracy.items()), flush=True)
+    return probe
 
 
 def mathematics_data(args):
@@ -124,43 +103,33 @@ def main() -> None:
     args = parser.parse_args()
 
     load = mathematics_data if args.experiment == "mathematics" else two_variable_data
-    train, eval_sets, vocab = load(args)
+    train_sets, eval_sets, vocab = load(args)
 
-    base = TrainConfig.from_params(load_params(args.params))
-    config = dataclasses.replace(base, steps=args.steps, lr=args.lr or base.lr,
-                                 batch_size=args.batch_size or base.batch_size,
-                                 pool_batches=args.pool_batches or base.pool_batches,
-                                 schedule=args.schedule or base.schedule, log_every=min(50, args.eval_every),
-                                 checkpoint_every=args.steps, device="cpu", threads=args.threads, amp=False,
-                                 compile=False, processes=1)
+    config = cpu_run(params_train(args.params), args.steps, args.threads, log_every=min(50, args.eval_every),
+                     **given(lr=args.lr or None, batch_size=args.batch_size, pool_batches=args.pool_batches,
+                             schedule=args.schedule))
     model_cfg = resolve_model_config(args.preset, SIZES[args.model])
-    print(f"{args.preset} ({args.model}), {args.experiment}: {sum(ds.rows for ds in train.values())} training "
+    print(f"{args.preset} ({args.model}), {args.experiment}: {sum(ds.rows for ds in train_sets.values())} training "
           f"problems, {len(eval_sets)} eval sets; {config.steps} steps of {config.batch_size}, lr {config.lr}, "
           f"warm-up {config.warmup_steps}, {config.schedule} schedule", flush=True)
-    accuracy = ModuleAccuracy(eval_sets, args.eval_every, max_len=30)
-    job = TrainJob(name="screen", seed=args.seed, model=model_cfg, config=config,
-                   files=[ds.files for ds in train.values()], vocab=vocab, data_fingerprint="screen")
+    recorder = Recorder(every=args.eval_every)
+    recorder.probe = module_accuracy(eval_sets, vocab, 30, recorder, started=time.perf_counter())
     torch.set_num_threads(args.threads)
-    with tempfile.TemporaryDirectory() as tmp:
-        Trainer(job, Path(tmp) / "checkpoint.pt", callbacks=[accuracy]).fit()
+    train("screen", args.seed, model_cfg, config, [ds.files for ds in train_sets.values()], vocab, [recorder])
+    points = [{"step": p["step"], "loss": p["loss"], "seconds": p["wall_seconds"], "accuracy": p["accuracy"]}
+              for p in recorder.probed]
 
     out = args.out or REPO / f"results/benchmarks/module_screen-{args.label or args.preset}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out, json.dumps({"label": args.label, "argv": sys.argv[1:], "preset": args.preset,
-                                       "model": args.model, "train": dataclasses.asdict(config),
-                                       "points": accuracy.points}, indent=2) + "\n")
-    print_table(accuracy.points)
+    write_report(out, {"label": args.label, "argv": sys.argv[1:], **stamp(), "preset": args.preset,
+                       "model": args.model, "train": dataclasses.asdict(config), "points": points})
+    print_table(points)
     print(f"-> {out}")
 
 
 def print_table(points: list[dict]) -> None:
-    modules = list(points[-1]["accuracy"])
-    print("\n| module | " + " | ".join(str(p["step"]) for p in points) + " |")
-    print("|---|" + "---|" * len(points))
-    for m in modules:
-        print(f"| {m} | " + " | ".join(f"{100 * p['accuracy'][m]:.0f}" for p in points) + " |")
-    print("| loss | " + " | ".join(f"{p['loss']:.3f}" for p in points) + " |")
-    print("| seconds | " + " | ".join(f"{p['seconds']:.0f}" for p in points) + " |")
+    rows = [[m, *(f"{100 * p['accuracy'][m]:.0f}" for p in points)] for m in points[-1]["accuracy"]]
+    rows += [["loss", *(f"{p['loss']:.3f}" for p in points)], ["seconds", *(f"{p['seconds']:.0f}" for p in points)]]
+    print("\n" + markdown_table(["module", *(str(p["step"]) for p in points)], rows))
 
 
 if __name__ == "__main__":

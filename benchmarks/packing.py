@@ -7,32 +7,25 @@ every training module (learning.py's cache), collated padded (`train.packing: fa
 rows and widths per batch, and the stream's samples/s on this one thread (reading, mixing, sorting,
 collating or packing: what the prefetching thread can feed a step). Prints a table, writes JSON.
 
-    python benchmarks/packing.py                          # batch 1024, paper.yaml's order and the others
-    python benchmarks/packing.py --batch-size 64 --batches 100
+    python -m benchmarks.packing                          # batch 1024, paper.yaml's order and the others
+    python -m benchmarks.packing --batch-size 64 --batches 100
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from learning import generate_sample, open_sample  # noqa: E402  (a sibling benchmark)
+from tprepro.data.batching import BatchStream
+from tprepro.data.packing import pack
+from tprepro.experiments.mathematics.modules import TRAIN_MODULES
 
-from tprepro.data.batching import BatchStream  # noqa: E402
-from tprepro.data.packing import pack  # noqa: E402
-from tprepro.data.vocab import build_vocab  # noqa: E402
-from tprepro.experiments.mathematics.modules import TRAIN_MODULES  # noqa: E402
-from tprepro.io import atomic_write_text  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[1]
+from benchmarks.kit.report import markdown_table, stamp, write_report
+from benchmarks.kit.sample import REPO, training_sample
 
 
 def measure(files, vocab, batch_size: int, pool_batches: int, packing: bool, batches: int) -> dict:
@@ -66,26 +59,18 @@ def main(argv=None) -> list[dict]:
     parser.add_argument("--out", type=Path, default=REPO / "results/benchmarks/packing.json")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    cache = args.cache / f"n{args.per_module}-r100-s1"
-    generate_sample(cache, args.modules, args.per_module, 100, 1)
-    datasets = open_sample(cache, args.modules)
-    vocab = build_vocab(list(datasets.values()))
+    datasets, vocab = training_sample(args.cache, args.per_module, 100, 1, args.modules)
     files = [d.files for d in datasets.values()]
     results = [measure(files, vocab, args.batch_size, pool, packing, args.batches)
                for pool in args.pool_batches for packing in (False, True)]
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
-    report = {"batch_size": args.batch_size, "batches": args.batches, "datasets": len(datasets),
-              "commit": commit.stdout.strip(), "torch": torch.__version__, "date": time.strftime("%Y-%m-%d"),
+    report = {"batch_size": args.batch_size, "batches": args.batches, "datasets": len(datasets), **stamp(),
               "results": results}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(args.out, json.dumps(report, indent=1) + "\n")
-    print(f"| batch order | layout | padding | rows per batch | source x target width | stream samples/s |")
-    print("|---|---|---|---|---|---|")
-    for r in results:
-        order = "random batches" if r["pool_batches"] == 1 else f"pools of {r['pool_batches']}"
-        print(f"| {order} | {'packed' if r['packing'] else 'padded'} | {r['padding_share']:.1%} | "
-              f"{r['rows_per_batch']:.0f} | {r['source_width']:.0f} x {r['target_width']:.0f} | "
-              f"{r['stream_samples_per_s']:,.0f} |")
+    write_report(args.out, report, indent=1)
+    print(markdown_table(
+        ["batch order", "layout", "padding", "rows per batch", "source x target width", "stream samples/s"],
+        [["random batches" if r["pool_batches"] == 1 else f"pools of {r['pool_batches']}",
+          "packed" if r["packing"] else "padded", f"{r['padding_share']:.1%}", f"{r['rows_per_batch']:.0f}",
+          f"{r['source_width']:.0f} x {r['target_width']:.0f}", f"{r['stream_samples_per_s']:,.0f}"] for r in results]))
     print(f"-> {args.out}")
     return results
 

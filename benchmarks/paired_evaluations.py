@@ -7,7 +7,7 @@ checkouts: point --a and --b at their `mathematics/eval` folders (`<model>-s<see
 also be a JSON this script wrote: its per-seed values of the set with that side's label are used,
 so a new set can be paired with one whose evaluation files are gone.
 
-    python benchmarks/paired_evaluations.py --model tp_transformer --a ../pooled/mathematics/eval \\
+    python -m benchmarks.paired_evaluations --model tp_transformer --a ../pooled/mathematics/eval \\
         --b ../random/mathematics/eval --labels pool16 random --out results/benchmarks/paired-....json
 """
 
@@ -18,9 +18,9 @@ import json
 import re
 from pathlib import Path
 
-from data_order import interval  # noqa: E402 (benchmarks/ is the script's folder)
-
 from tprepro.report.tables import read_eval, seed_table1
+
+from benchmarks.kit.stats import interval
 
 SPLITS = {"interpolation_acc": "interpolate", "extrapolation_acc": "extrapolate"}
 

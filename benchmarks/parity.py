@@ -13,26 +13,26 @@ authors' training step (cross-entropy over non-pad targets, gradient norm clippe
   loss per window and a held-out loss (a fixed sample never trained on) are reported, and the project's gap to
   the authors' mean per window.
 
-    python benchmarks/parity.py --authors ../TP-Transformer                          # same weights, tiny, 100 steps
-    python benchmarks/parity.py --authors ../TP-Transformer --mode own --size d128 --steps 3000 --seeds 1 2 3
-    python benchmarks/parity.py --authors ../TP-Transformer --mode own --init authors authors_xavier --seeds 1 2 3
+    python -m benchmarks.parity --authors ../TP-Transformer                          # same weights, tiny, 100 steps
+    python -m benchmarks.parity --authors ../TP-Transformer --mode own --size d128 --steps 3000 --seeds 1 2 3
+    python -m benchmarks.parity --authors ../TP-Transformer --mode own --init authors authors_xavier --seeds 1 2 3
 
 Batches are random (uniformly shuffled rows, padded to the longest) from one real Mathematics sample, made by
-the real generator through the project's data stage (see learning.py), or random tokens (`--data synthetic`).
+the real generator through the project's data stage (benchmarks.kit.sample), or random tokens (`--data synthetic`).
 Prints a table and writes JSON (`--out`).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import importlib.util
-import json
 import random
 import statistics
 import sys
 import time
-from collections.abc import Iterator
+import types
 from pathlib import Path
 
 import torch
@@ -40,35 +40,50 @@ import torch.nn.functional as F
 from torch import nn
 
 from tprepro.data.batching import Batch
-from tprepro.io import atomic_write_text
 from tprepro.models.config import INITS
 from tprepro.models.registry import build_model, resolve_model_config
 
-REPO = Path(__file__).resolve().parents[1]
+from benchmarks.kit import overrides
+from benchmarks.kit.report import stamp, write_report
+from benchmarks.kit.sample import REPO, all_rows, training_sample
+
 AUTHORS_FILES = {"tp_transformer": "models/tp-transformer.py", "transformer": "models/transformer.py"}
 PRESETS = {"tp_transformer": "tp_transformer_tiny", "transformer": "transformer_tiny"}
-# The issue's d=128 configuration (3+3 layers, 4 heads, d_ff 512) and the paper's sizes.
-SIZES = {
-    "tiny": {},
-    "d128": {"d_model": 128, "n_heads": 4, "d_ff": 512, "n_encoder_layers": 3, "n_decoder_layers": 3},
-    "paper": {"d_model": 512, "n_heads": 8, "d_ff": 2048, "n_encoder_layers": 6, "n_decoder_layers": 6},
-}
+# The kit's sizes (tiny, d128) and the paper's.
+SIZES = {**overrides.SIZES,
+         "paper": {"d_model": 512, "n_heads": 8, "d_ff": 2048, "n_encoder_layers": 6, "n_decoder_layers": 6}}
 AUTHORS_MAX_LENGTH = 200  # their sinusoid table's length
 
 
 # ---- the authors' model --------------------------------------------------------------------------
 def load_authors_module(repo: Path, arch: str):
-    """Import the authors' model file for `arch` from their repository folder (which must be on sys.path
-    for its `utils.lib` import)."""
+    """Import the authors' model file for `arch` from their repository folder."""
     path = Path(repo) / AUTHORS_FILES[arch]
     if not path.is_file():
         raise SystemExit(f"--authors: {path} not found (a fetched copy of ischlag/TP-Transformer)")
-    if str(repo) not in sys.path:
-        sys.path.insert(0, str(repo))
     spec = importlib.util.spec_from_file_location(f"authors_{arch}", path)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    with authors_utils(Path(repo)):
+        spec.loader.exec_module(module)
     return module
+
+
+@contextlib.contextmanager
+def authors_utils(repo: Path):
+    """While their model file loads, its `from utils.lib import ...` finds their repository's utils/ folder:
+    `utils` is their folder for that time only (nothing joins the import path; a `utils` imported before is
+    back afterwards)."""
+    names = ("utils", "utils.lib")
+    before = {name: sys.modules.pop(name) for name in names if name in sys.modules}
+    package = types.ModuleType("utils")
+    package.__path__ = [str(repo / "utils")]
+    sys.modules["utils"] = package
+    try:
+        yield
+    finally:
+        for name in names:
+            sys.modules.pop(name, None)
+        sys.modules.update(before)
 
 
 def build_authors(module, sizes: dict, vocab_size: int, pad_id: int) -> nn.Module:
@@ -268,18 +283,11 @@ def synthetic_batches(n: int, batch_size: int, vocab_size: int, pad_id: int, see
 
 
 def mathematics_sample(per_module: int, seed: int, cache: Path):
-    """(rows, vocab): one real sample of every training module and difficulty (learning.py's)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from learning import all_rows, generate_sample, open_sample  # noqa: E402  (a sibling benchmark)
-
-    from tprepro.data.vocab import build_vocab
-    from tprepro.experiments.mathematics.modules import TRAIN_MODULES
-
-    folder = cache / f"n{per_module}-r{max(1, per_module // 3)}-s{seed}"
-    generate_sample(folder, list(TRAIN_MODULES), per_module, max(1, per_module // 3), seed)
-    datasets = open_sample(folder, list(TRAIN_MODULES))
+    """(rows, vocab): one real sample of every training module and difficulty (the kit's, the learning
+    benchmark's cache)."""
+    datasets, vocab = training_sample(cache, per_module, max(1, per_module // 3), seed)
     rows, _ = all_rows(datasets)
-    return rows, build_vocab(list(datasets.values()))
+    return rows, vocab
 
 
 def row_batches(rows, vocab, batch_size: int, n: int, seed: int) -> list[Batch]:
@@ -431,8 +439,7 @@ def main(argv=None) -> dict:
     batches, held_out, vocab_size, pad_id = make_data(args)
     sizes = {**resolve_model_config(PRESETS["transformer"]).__dict__, **SIZES[args.size]}
     sizes = {k: sizes[k] for k in ("d_model", "n_heads", "d_ff", "n_encoder_layers", "n_decoder_layers")}
-    report = {"argv": sys.argv[1:] if argv is None else list(argv), "sizes": sizes, "torch": torch.__version__,
-              "results": []}
+    report = {"argv": sys.argv[1:] if argv is None else list(argv), "sizes": sizes, **stamp(), "results": []}
     for arch in args.archs:
         module = load_authors_module(args.authors, arch)
         if args.mode == "same":
@@ -446,8 +453,7 @@ def main(argv=None) -> dict:
             for init, gap in result["gap"].items():
                 print_gap_table(f"{arch}, project init {init}", gap, args.window, result["init_scales"][init])
         report["results"].append(result)
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(args.out, json.dumps(report, indent=1) + "\n")
+        write_report(args.out, report, indent=1)
     print(f"-> {args.out}")
     return report
 

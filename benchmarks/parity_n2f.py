@@ -16,9 +16,9 @@ AlgoLisp batches from the project's generator (3 arguments per tuple).
   window and a held-out loss; the project's gap to the authors' mean per window, for each `--project`
   configuration (`variant:init`).
 
-    python benchmarks/parity_n2f.py --authors ../TP-N2F                                   # same weights, tiny
-    python benchmarks/parity_n2f.py --authors ../TP-N2F --size paper --steps 5            # AlgoLisp preset
-    python benchmarks/parity_n2f.py --authors ../TP-N2F --mode own --steps 1200 --seeds 1 2 3
+    python -m benchmarks.parity_n2f --authors ../TP-N2F                                   # same weights, tiny
+    python -m benchmarks.parity_n2f --authors ../TP-N2F --size paper --steps 5            # AlgoLisp preset
+    python -m benchmarks.parity_n2f --authors ../TP-N2F --mode own --steps 1200 --seeds 1 2 3
 
 Prints a table and writes JSON (`--out`).
 """
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import statistics
 import sys
 import time
@@ -38,15 +37,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from parity import print_gap_table, relative_difference, row_batches, window_gaps  # noqa: E402  (a sibling benchmark)
+from tprepro.data.batching import Batch
+from tprepro.data.tuple_ids import ARG_PAD, REL_PAD
+from tprepro.models.registry import build_model, resolve_model_config
 
-from tprepro.data.batching import Batch  # noqa: E402
-from tprepro.data.tuple_ids import ARG_PAD, REL_PAD  # noqa: E402
-from tprepro.io import atomic_write_text  # noqa: E402
-from tprepro.models.registry import build_model, resolve_model_config  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[1]
+from benchmarks.kit.report import stamp, write_report
+from benchmarks.kit.sample import REPO
+from benchmarks.parity import print_gap_table, relative_difference, row_batches, window_gaps
 PRESETS = {"tiny": "tp_n2f_tiny", "paper": "tp_n2f_algolisp"}
 ARITY = 3  # AlgoLisp
 
@@ -361,10 +358,9 @@ def main(argv=None) -> dict:
         result = own_starts(module, vocab, batches, held_out, args)
         for spec, gap in result["gap"].items():
             print_gap_table(f"tp_n2f ({PRESETS[args.size]}), project {spec}", gap, args.window)
-    report = {"argv": sys.argv[1:] if argv is None else list(argv), "size": PRESETS[args.size],
-              "torch": torch.__version__, "results": [result]}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(args.out, json.dumps(report, indent=1) + "\n")
+    report = {"argv": sys.argv[1:] if argv is None else list(argv), "size": PRESETS[args.size], **stamp(),
+              "results": [result]}
+    write_report(args.out, report, indent=1)
     print(f"-> {args.out}")
     return report
 

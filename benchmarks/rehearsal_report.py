@@ -3,7 +3,7 @@
 Run the rehearsal with the timing wrapper (benchmarks/timed_tprepro.sh; docs/plan.md says how), fit the data
 rates (benchmarks/data_rates.py), then:
 
-    python benchmarks/rehearsal_report.py --times /tmp/rehearsal-jobs.jsonl --wall-s 5400 \\
+    python -m benchmarks.rehearsal_report --times /tmp/rehearsal-jobs.jsonl --wall-s 5400 \\
         --json results/benchmarks/rehearsal-cpu.json
 
 Prints per rule the jobs that ran, failed, their CPU seconds and the longest job's; then per Mathematics

@@ -1,6 +1,6 @@
 """Cost of verifying shards when a dataset is opened (sha256 of every shard + parquet footer).
 
-    python benchmarks/shard_verification.py --data data/mathematics --repeats 5
+    python -m benchmarks.shard_verification --data data/mathematics --repeats 5
 
 Opens every dataset directory under --data (each (split, module) of a finished run) with
 and without verification, prints a table per split and in all, and writes it as JSON to
@@ -11,14 +11,14 @@ cache (the usual case right after the data stage); a cold read adds the disk's r
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import statistics
 import time
 from pathlib import Path
 
 from tprepro.data.shards import MANIFEST, open_dataset
-from tprepro.io import atomic_write_text
+
+from benchmarks.kit.report import stamp, write_report
 
 
 def parse_args() -> argparse.Namespace:
@@ -62,9 +62,9 @@ def main() -> None:
     for r in rows:
         print(f"{r['split']:<14}{r['datasets']:>9}{r['shards']:>8}{r['mb']:>9.3f}{r['verify_s']:>10.4f}"
               f"{r['no_verify_s']:>13.4f}{r['extra_s']:>9.4f}{r['mb_per_s']:>9.1f}")
-    result = {"data": str(args.data), "repeats": args.repeats, "machine": platform.platform(),
+    result = {**stamp(), "data": str(args.data), "repeats": args.repeats, "machine": platform.platform(),
               "python": platform.python_version(), "rows": rows}
-    atomic_write_text(args.out, json.dumps(result, indent=2) + "\n")
+    write_report(args.out, result)
     print(f"-> {args.out}")
 
 

@@ -3,7 +3,7 @@
 Run the pipeline with benchmarks/timed_tprepro.sh as its `tprepro` (it records each job's wall and CPU
 seconds), then:
 
-    python benchmarks/stage_rates.py --params params.yaml --times jobs.jsonl --run-dir <the run's folder> \\
+    python -m benchmarks.stage_rates --params params.yaml --times jobs.jsonl --run-dir <the run's folder> \\
         --commit <the run's commit> --source "snakemake --cores 2 of params.yaml, 2026-11-27"
 
 A job's seconds are its CPU seconds (user + system, its children included): what it takes on a core of

@@ -1,6 +1,6 @@
 """Summarization decoding speed: test documents per second by beam size (and with / without K/V caches).
 
-    python benchmarks/summarization_decode.py --models summarization/models/xsum/* \
+    python -m benchmarks.summarization_decode --models summarization/models/xsum/* \
         --data data/summarization/xsum --beams 1 4 --documents 24
 
 Loads each exported summarization model, beam-searches the first --documents test documents
@@ -12,7 +12,6 @@ prints a table and writes it as JSON to --out (atomically).
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import statistics
 import time
@@ -21,9 +20,11 @@ from pathlib import Path
 import torch
 
 from tprepro.data.shards import iter_rows, open_dataset
-from tprepro.io import atomic_write_text
 from tprepro.experiments.summarization.decoding import beam_search
-from tprepro.experiments.summarization.stages import load_summarizer
+from tprepro.evaluate.evaluate import load_trained
+from tprepro.experiments.summarization.tokenizer import SubwordCodec
+
+from benchmarks.kit.report import stamp, write_report
 
 
 def parse_args() -> argparse.Namespace:
@@ -68,7 +69,9 @@ def main() -> None:
     documents = [r["document"] for r in rows]
     results = []
     for model_dir in args.models:
-        model, codec = load_summarizer(Path(model_dir) / "model.pt", torch.device("cpu"))
+        model, codec, _ = load_trained(Path(model_dir) / "model.pt", torch.device("cpu"))
+        if not isinstance(codec, SubwordCodec):
+            raise SystemExit(f"{model_dir}: not a summarization model (no sentencepiece codec)")
         for beam in args.beams:
             cached, summaries = timed(model, codec, documents, args, beam, use_cache=True)
             uncached, again = timed(model, codec, documents, args, beam, use_cache=False)
@@ -82,9 +85,9 @@ def main() -> None:
     for r in results:
         print(f"{r['model']:<14} {r['beam']:>4} {r['documents']:>5} {r['mean_summary_tokens']:>8.1f} "
               f"{r['docs_per_s']:>8.1f} {r['docs_per_s_uncached']:>18.1f}")
-    body = {"settings": {k: v for k, v in vars(args).items()}, "machine": platform.platform(),
+    body = {**stamp(), "settings": {k: v for k, v in vars(args).items()}, "machine": platform.platform(),
             "torch": torch.__version__, "results": results}
-    atomic_write_text(args.out, json.dumps(body, indent=2) + "\n")
+    write_report(args.out, body)
     print(f"-> {args.out}")
 
 

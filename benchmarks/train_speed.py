@@ -17,12 +17,13 @@ steps, and its greedy cached decoder answers held-out problems. Per preset it re
 One JSON per preset and device kind, `results/benchmarks/throughput/<device_kind>/<preset>.json` (the speeds
 `tprepro plan` reads), and a table.
 
-    python benchmarks/train_speed.py --params workflow/configs/paper.yaml --requeue        # one GPU: paper presets, batch 1024
-    python benchmarks/train_speed.py --pool-batches 1 --packing   # random batches, packed rows (<preset>-packed.json)
-    python benchmarks/train_speed.py --presets transformer_tiny tp_transformer_tiny --batch-size 32 --steps 50   # CPU
+    python -m benchmarks.train_speed --params workflow/configs/paper.yaml --requeue        # one GPU: paper presets, batch 1024
+    python -m benchmarks.train_speed --pool-batches 1 --packing   # random batches, packed rows (<preset>-packed.json)
+    python -m benchmarks.train_speed --presets transformer_tiny tp_transformer_tiny --batch-size 32 --steps 50   # CPU
 
-Data: Mathematics presets train on the real generator's sample (learning.py's cache: every training module and
-difficulty, `--per-module` problems each); two-variable presets on the project's two-variable data.
+Data: Mathematics presets train on the real generator's sample (benchmarks.kit.sample, the learning benchmark's
+cache: every training module and difficulty, `--per-module` problems each); two-variable presets on the project's
+two-variable data.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ import argparse
 import dataclasses
 import json
 import os
-import re
 import resource
 import statistics
 import subprocess
@@ -43,52 +43,31 @@ from pathlib import Path
 import torch
 from torch._dynamo.utils import counters
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from learning import all_rows, generate_sample, open_sample  # noqa: E402  (a sibling benchmark)
+from tprepro.data.batching import BatchStream
+from tprepro.data.shards import iter_rows, open_dataset
+from tprepro.data.vocab import build_vocab
+from tprepro.evaluate.evaluate import predict_ids
+from tprepro.experiments.two_variable.data import write_two_variable
+from tprepro.models.registry import resolve_model_config
+from tprepro.params import TrainConfig
+from tprepro.plan.speeds import THROUGHPUT_SCHEMA, write_throughput
+from tprepro.train.throughput import synchronize
+from tprepro.train.trainer import Trainer, TrainJob
 
-from tprepro.data.batching import BatchStream  # noqa: E402
-from tprepro.data.shards import iter_rows, open_dataset  # noqa: E402
-from tprepro.data.vocab import build_vocab  # noqa: E402
-from tprepro.evaluate.evaluate import predict_ids  # noqa: E402
-from tprepro.experiments.mathematics.modules import TRAIN_MODULES  # noqa: E402
-from tprepro.experiments.two_variable.data import write_two_variable  # noqa: E402
-from tprepro.models.registry import resolve_model_config  # noqa: E402
-from tprepro.params import TrainConfig, load_params  # noqa: E402
-from tprepro.plan.speeds import THROUGHPUT_SCHEMA, write_throughput  # noqa: E402
-from tprepro.train.callbacks import Callback  # noqa: E402
-from tprepro.train.throughput import synchronize  # noqa: E402
-from tprepro.train.trainer import Trainer, TrainJob  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[1]
+from benchmarks.kit.overrides import given, params_train
+from benchmarks.kit.report import device_kind, stamp
+from benchmarks.kit.runner import Recorder
+from benchmarks.kit.sample import REPO, all_rows, training_sample
 PAPER_EVALUATION = 10_000 * 71  # problems: Schlag et al. score 10,000 per module split, 71 splits
 PRESETS = {"mathematics": ["transformer_paper", "tp_transformer_paper"], "two_variable": ["wangperawong_ut"]}
-
-
-def device_kind(device: torch.device) -> str:
-    """A short name for the device: cpu, h100, h200, a100, ... (the plan's `--device`)."""
-    return "cpu" if device.type != "cuda" else kind_of_name(torch.cuda.get_device_name(device))
-
-
-def kind_of_name(name: str) -> str:
-    """The model number in a GPU's name ("NVIDIA H100 80GB HBM3" -> "h100"), else the whole name as a slug."""
-    found = re.search(r"\b([A-Z]\d{2,4}[A-Z]?)\b", name)
-    return (found.group(1) if found else re.sub(r"\W+", "-", name).strip("-")).lower()
-
-
-def commit() -> str:
-    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
-    return done.stdout.strip() or "unknown"
 
 
 # ---- data ------------------------------------------------------------------------------------------
 def mathematics_data(args, _scratch: Path) -> tuple[list, object, list[str]]:
     """(shard groups, vocabulary, held-out questions) of one real Mathematics sample."""
-    modules = args.modules or list(TRAIN_MODULES)
-    cache = args.cache / f"n{args.per_module}-r{max(1, args.per_module // 3)}-s1"
-    generate_sample(cache, modules, args.per_module, max(1, args.per_module // 3), 1)
-    datasets = open_sample(cache, modules)
+    datasets, vocab = training_sample(args.cache, args.per_module, max(1, args.per_module // 3), 1, args.modules)
     rows, _ = all_rows(datasets)
-    return [d.files for d in datasets.values()], build_vocab(list(datasets.values())), [q for q, _ in rows[:512]]
+    return [d.files for d in datasets.values()], vocab, [q for q, _ in rows[:512]]
 
 
 def two_variable_data(args, folder: Path) -> tuple[list, object, list[str]]:
@@ -103,25 +82,12 @@ DATA = {"mathematics": mathematics_data, "two_variable": lambda args, scratch: t
 
 
 # ---- one preset ------------------------------------------------------------------------------------
-class Windows(Callback):
-    """Each logged window's metrics, with the seconds since `started` at which it was logged."""
-
-    def __init__(self, started: float):
-        self.started, self.logged = started, []
-
-    def on_log(self, step, metrics):
-        self.logged.append({"step": step, "at_s": time.perf_counter() - self.started, **metrics})
-
-
 def train_config(args) -> TrainConfig:
     """The params file's `train:` (with the experiment's own `train:` overrides), set to this run's length."""
-    params = load_params(args.params)
-    params["train"].update(params.get(args.experiment, {}).get("train", {}))
-    base = TrainConfig.from_params(params)
-    return dataclasses.replace(base, steps=args.steps, batch_size=args.batch_size or base.batch_size,
-                               pool_batches=args.pool_batches or base.pool_batches, packing=args.packing,
+    return dataclasses.replace(params_train(args.params, args.experiment), steps=args.steps, packing=args.packing,
                                log_every=args.window, checkpoint_every=args.steps, device=args.device,
-                               threads=args.threads, processes=1)
+                               threads=args.threads, processes=1,
+                               **given(batch_size=args.batch_size or None, pool_batches=args.pool_batches or None))
 
 
 def stream_rate(files, vocab, config: TrainConfig, collate, batches: int = 20) -> float:
@@ -146,18 +112,18 @@ def measure(preset: str, files, vocab, questions: list[str], args, cache_dir: Pa
     counters.clear()
     if torch.cuda.is_available():
         torch.cuda.reset_peak_memory_stats()
-    started = time.perf_counter()
-    windows = Windows(started)
-    trainer = Trainer(job, cache_dir / preset / "checkpoint.pt", callbacks=[windows])
+    recorder = Recorder(started=time.perf_counter())  # from the trainer's construction: model build and compile
+    trainer = Trainer(job, cache_dir / preset / "checkpoint.pt", callbacks=[recorder])
     trainer.fit()
-    steady = windows.logged[1:] or windows.logged
+    windows = [{"step": w["step"], "at_s": w["seconds"],
+                **{k: v for k, v in w.items() if k not in ("step", "seconds", "cpu_seconds")}} for w in recorder.logged]
+    steady = windows[1:] or windows
     median = lambda key: statistics.median(w[key] for w in steady)  # noqa: E731
-    at_100 = next((w["at_s"] for w in windows.logged if w["step"] >= 100), None)
+    at_100 = next((w["at_s"] for w in windows if w["step"] >= 100), None)
     real_per_sample = statistics.fmean(w["tokens_per_s"] / w["samples_per_s"] for w in steady)
     result = {
         "schema": THROUGHPUT_SCHEMA, "preset": preset, "arch": job.model.arch, "device_kind": device_kind(trainer.device),
-        "device": torch.cuda.get_device_name(trainer.device) if trainer.device.type == "cuda" else "cpu",
-        "torch": torch.__version__, "commit": commit(), "date": time.strftime("%Y-%m-%d", time.gmtime()),
+        **stamp(trainer.device),
         "batch_size": config.batch_size, "precision": "bf16" if trainer.amp else "fp32", "compile": trainer.compiled,
         "threads": torch.get_num_threads() if trainer.device.type == "cpu" else None, "steps": config.steps,
         "batching": config.batching, "pool_batches": config.pool_batches, "prefetch": config.prefetch,
@@ -169,9 +135,9 @@ def measure(preset: str, files, vocab, questions: list[str], args, cache_dir: Pa
         "stream_samples_per_s": stream_rate(files, vocab, config, trainer.stream.collate),
         "seconds_to_step_100": at_100, "recompiles": max(0, counters["stats"]["unique_graphs"] - 1)
         if trainer.compiled else None, "dynamo_graphs": counters["stats"]["unique_graphs"] if trainer.compiled else None,
-        "peak_memory_bytes": peak_memory(trainer.device), "final_loss": windows.logged[-1]["loss"],
+        "peak_memory_bytes": peak_memory(trainer.device), "final_loss": windows[-1]["loss"],
         "decode_problems_per_s": decode_rate(trainer.model, vocab, questions, args.decode_batch),
-        "windows": windows.logged,
+        "windows": windows,
     }
     rate = result["decode_problems_per_s"]
     result["paper_evaluation_minutes"] = PAPER_EVALUATION / rate / 60 if rate else None
@@ -199,7 +165,7 @@ def decode_rate(model, vocab, questions: list[str], batch_size: int) -> float | 
 
 def requeue_seconds(preset: str, args, work: Path) -> float:
     """Seconds from a fresh process's start to the end of its first step, with this run's compile cache."""
-    command = [sys.executable, __file__, "--experiment", args.experiment, "--presets", preset, "--steps", "1",
+    command = [sys.executable, "-m", "benchmarks.train_speed", "--experiment", args.experiment, "--presets", preset, "--steps", "1",
                "--window", "1", "--params", str(args.params), "--per-module", str(args.per_module), "--cache",
                str(args.cache), "--device", args.device, "--first-step-only", "--work", str(work)]
     command += ["--batch-size", str(args.batch_size)] if args.batch_size else []
@@ -207,7 +173,8 @@ def requeue_seconds(preset: str, args, work: Path) -> float:
     command += ["--packing"] if args.packing else []
     command += ["--modules", *args.modules] if args.modules else []
     started = time.time()
-    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run(command, capture_output=True, text=True, check=True, env=env)  # benchmarks: a package
     return json.loads(done.stdout.strip().splitlines()[-1])["first_step_done"] - started
 
 

@@ -5,8 +5,8 @@ Adam) on fixed-length random batches and reports samples/s, tokens/s and
 model-FLOPs utilisation: FLOPs of one step counted by torch's FlopCounterMode,
 divided by the step time and by a matmul peak measured on this machine.
 
-    python benchmarks/train_throughput.py --presets transformer_tiny tp_transformer_tiny
-    python benchmarks/train_throughput.py --presets tp_n2f_mathqa lstm2lstm_mathqa --src-len 40 --tgt-len 10
+    python -m benchmarks.train_throughput --presets transformer_tiny tp_transformer_tiny
+    python -m benchmarks.train_throughput --presets tp_n2f_mathqa lstm2lstm_mathqa --src-len 40 --tgt-len 10
 
 N2F presets get MathQA-sized vocabularies (N2F_SIZES) and programs of `tgt-len` tuples.
 """
@@ -14,8 +14,6 @@ N2F presets get MathQA-sized vocabularies (N2F_SIZES) and programs of `tgt-len` 
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
 import time
 from pathlib import Path
@@ -29,6 +27,8 @@ from tprepro.models.registry import arch_task, build_model, count_parameters
 from tprepro.train.throughput import matmul_peak, synchronize
 from tprepro.train.trainer import pick_device
 from tprepro.train.step import optimizer_step
+
+from benchmarks.kit.report import stamp, write_report
 
 PAD, VOCAB = 0, 72  # the paper's 72 symbols
 N2F_SIZES = {"vocab_size": 6000, "n_relations": 55, "n_arguments": 70}  # MathQA dev: 5,999 words, 51 / 70
@@ -113,13 +113,9 @@ def main() -> None:
         print(f"{r['preset']:<24}{r['parameters']:>12,}{r['ms_per_step']:>10.1f}{r['samples_per_s']:>12.1f}"
               f"{r['tokens_per_s']:>12.0f}{r['gflops_per_step']:>12.3f}{r['mfu']:>8.1%}")
 
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    body = {"device": str(device), "threads": torch.get_num_threads(), "matmul_peak_flops": peak,
+    body = {**stamp(device), "device": str(device), "threads": torch.get_num_threads(), "matmul_peak_flops": peak,
             "config": {k: v for k, v in vars(args).items() if k != "out"}, "results": rows}
-    tmp = out.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(body, indent=2) + "\n")
-    os.replace(tmp, out)
+    out = write_report(Path(args.out), body)
     print(f"wrote {out}")
 
 

@@ -6,7 +6,7 @@ all start-up (imports), so its rate cannot be read off them. This runs the real 
 the timing wrapper over a finished run's training splits with every shard listed `--copies` times (links
 to the same files, manifests written as the data stage writes them), so it reads that many times the rows:
 
-    python benchmarks/vocab_rate.py --data /tmp/rehearsal/data/mathematics --params workflow/configs/rehearsal.yaml \\
+    python -m benchmarks.vocab_rate --data /tmp/rehearsal/data/mathematics --params workflow/configs/rehearsal.yaml \\
         --copies 1 20 100 --commit "$(git rev-parse --short HEAD)"
 """
 
@@ -25,8 +25,8 @@ from tprepro.experiments.mathematics.modules import TRAIN_SPLITS
 from tprepro.params import load_params
 from tprepro.plan.speeds import update_stage_rate
 
-from data_rates import fit  # the same least squares as the data jobs' (benchmarks/ is the script's folder)
-from measure_jobs import measurement_arguments, timed_job
+from benchmarks.data_rates import fit  # the same least squares as the data jobs'
+from benchmarks.measure_jobs import measurement_arguments, timed_job
 
 
 def replicate(source: Path, target: Path, copies: int) -> int:

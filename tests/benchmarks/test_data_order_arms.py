@@ -1,14 +1,10 @@
 """benchmarks/data_order.py: what each arm name stands for, and which sweep files are one table."""
 
 import json
-import sys
 
 import pytest
 
-from helpers import REPO
-
-sys.path.insert(0, str(REPO / "benchmarks"))
-from data_order import arm_settings, reprint  # noqa: E402
+from benchmarks.data_order import arm_settings, reprint
 
 
 @pytest.mark.parametrize("arm, settings", [

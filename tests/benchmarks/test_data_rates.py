@@ -9,8 +9,7 @@ import pytest
 from helpers import REPO
 from tprepro.plan.speeds import read_data_rates
 
-sys.path.insert(0, str(REPO / "benchmarks"))
-import data_rates  # noqa: E402
+from benchmarks import data_rates
 
 
 def test_the_fit_is_the_least_squares_line_and_never_negative():

@@ -11,8 +11,7 @@ from helpers import REPO, copy_project, write_params
 from pipeline_kit import micro_params, snakemake
 from tprepro.plan.speeds import read_stage_rates, stage_rates_path
 
-sys.path.insert(0, str(REPO / "benchmarks"))
-import evaluate_rate  # noqa: E402
+from benchmarks import evaluate_rate
 
 
 def test_one_fixed_part_and_a_rate_per_preset_by_least_squares():

@@ -4,20 +4,22 @@ training run on the two-variable data, scored per expression type at every evalu
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
-from helpers import REPO
+from helpers import REPO, tool_env
 
 from tprepro.experiments.two_variable.data import TYPES
 
 
 def screen(tmp_path, name: str) -> dict:
     out = tmp_path / f"{name}.json"
-    command = [sys.executable, str(REPO / "benchmarks/module_screen.py"), "--experiment", "two_variable",
+    command = [sys.executable, "-m", "benchmarks.module_screen", "--experiment", "two_variable",
                "--preset", "transformer_tiny", "--size", "600", "--test-per-module", "4", "--steps", "20",
                "--eval-every", "10", "--cache", str(tmp_path / "cache"), "--out", str(out)]
-    result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                            env=tool_env(PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))))
     assert result.returncode == 0, result.stderr[-2000:]
     assert "| a+a |" in result.stdout  # the printed table, one row per type
     return json.loads(out.read_text())

@@ -1,12 +1,8 @@
 """benchmarks/packing.py at a tiny size: padded against packed batches of the real generator's problems."""
 
 import json
-import sys
 
-from helpers import REPO
-
-sys.path.insert(0, str(REPO / "benchmarks"))
-import packing  # noqa: E402
+from benchmarks import packing
 
 
 def test_packing_cuts_the_padding_of_every_batch_order(tmp_path, generate_python, monkeypatch, capsys):

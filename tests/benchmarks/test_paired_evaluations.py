@@ -1,6 +1,7 @@
 """benchmarks/paired_evaluations.py: two folders of evaluation CSVs, paired by seed."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -8,8 +9,9 @@ import pandas as pd
 import pytest
 
 from helpers import REPO, tool_env
+from tprepro.report.tables import write_digested_csv
 
-SCRIPT = REPO / "benchmarks" / "paired_evaluations.py"
+BENCHMARKS_ON_PATH = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))  # a package
 
 
 def write_evals(folder, model: str, accuracies: dict[int, dict[tuple[str, str], float]]) -> None:
@@ -19,11 +21,12 @@ def write_evals(folder, model: str, accuracies: dict[int, dict[tuple[str, str], 
         rows = [{"model": model, "seed": seed, "module": module, "split": split, "n": 100,
                  "correct": round(100 * accuracy), "accuracy": accuracy}
                 for (split, module), accuracy in per_module.items()]
-        pd.DataFrame(rows).to_csv(folder / f"{model}-s{seed}.csv", index=False)
+        write_digested_csv(pd.DataFrame(rows), folder / f"{model}-s{seed}.csv")  # as the evaluate stage writes it
 
 
 def run(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], env=tool_env(), capture_output=True,
+    return subprocess.run([sys.executable, "-m", "benchmarks.paired_evaluations", *map(str, args)],
+                          env=tool_env(PYTHONPATH=BENCHMARKS_ON_PATH), capture_output=True,
                           text=True, timeout=300)
 
 

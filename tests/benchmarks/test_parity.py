@@ -5,15 +5,13 @@ project): $TPREPRO_AUTHORS_REPO, or TP-Transformer/ beside this checkout. Withou
 """
 
 import os
-import sys
 
 import pytest
 import torch
 
 from helpers import REPO
 
-sys.path.insert(0, str(REPO / "benchmarks"))
-import parity  # noqa: E402
+from benchmarks import parity
 
 AUTHORS = next((p for p in (os.environ.get("TPREPRO_AUTHORS_REPO"), REPO.parent / "TP-Transformer")
                 if p and (parity.Path(p) / parity.AUTHORS_FILES["tp_transformer"]).is_file()), None)

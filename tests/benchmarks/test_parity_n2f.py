@@ -5,15 +5,13 @@ $TPREPRO_N2F_AUTHORS_REPO, or TP-N2F/ beside this checkout. Without one these te
 """
 
 import os
-import sys
 
 import pytest
 import torch
 
 from helpers import REPO
 
-sys.path.insert(0, str(REPO / "benchmarks"))
-import parity_n2f  # noqa: E402
+from benchmarks import parity_n2f
 
 AUTHORS = next((p for p in (os.environ.get("TPREPRO_N2F_AUTHORS_REPO"), REPO.parent / "TP-N2F")
                 if p and (parity_n2f.Path(p) / "src/model.py").is_file()), None)

@@ -1,15 +1,13 @@
 """benchmarks/train_speed.py at a tiny size on CPU: the real Trainer on the real generator's problems."""
 
 import json
-import sys
 
 import pytest
 
 from helpers import REPO
 from tprepro.plan.speeds import THROUGHPUT_SCHEMA
 
-sys.path.insert(0, str(REPO / "benchmarks"))
-import train_speed  # noqa: E402
+from benchmarks import train_speed
 
 FIELDS = {"schema", "preset", "arch", "device_kind", "device", "torch", "commit", "date", "batch_size", "precision",
           "compile", "threads", "steps", "samples_per_s", "step_s", "flops_per_sample", "mfu_real", "mfu_padded",
@@ -59,10 +57,3 @@ def test_two_variable_presets_train_on_the_projects_two_variable_data(tmp_path):
         "--threads", "1", "--out-dir", str(tmp_path / "out")])
     assert result["arch"] == "universal_transformer" and result["final_loss"] > 0
     assert (tmp_path / "out" / "cpu" / "ut_tiny.json").is_file()
-
-
-@pytest.mark.parametrize("name, kind", [("NVIDIA H100 80GB HBM3", "h100"), ("NVIDIA H200", "h200"),
-                                        ("NVIDIA A100-SXM4-80GB", "a100"), ("NVIDIA L40S", "l40s"),
-                                        ("NVIDIA GeForce RTX 4090", "nvidia-geforce-rtx-4090")])
-def test_device_kinds_are_short_names(name, kind):
-    assert train_speed.kind_of_name(name) == kind

@@ -1,0 +1,11 @@
+"""What the benchmarks share, one job per module:
+
+- `sample`: the real Mathematics sample (the real generator through the project's data stage, cached);
+- `runner`: a training run through the project's Trainer, its metrics recorded by one callback (`Recorder`);
+- `overrides`: a benchmark's changes to the params file's train settings and the model sizes it tries;
+- `report`: the stamp of a measurement (commit, device, date, torch), its JSON and a markdown table;
+- `stats`: the mean, sd and 95% t interval, paired over seeds.
+
+Each experiment's training set-up (its data, codec, model and train settings) is built from the
+experiment's own code in `benchmarks.setups`.
+"""
