@@ -43,6 +43,7 @@ def project(tmp_path_factory):
     params["grid"]["extrapolation_modules"] = [BIG]
     write_dataset(root / "data" / "extrapolate" / BIG, arithmetic_rows(40, seed=4, module=BIG, split="extrapolate"))
     params["evaluate"].update(train_sample=16)
+    params["data"].update(test_per_module=600)  # its interpolate set is the 600 training problems (evaluate below)
     write_params(root / "params.yaml", params)
     run = root / "run"
     train(root, run)

@@ -93,9 +93,9 @@ def test_n2f_pipeline_through_snakemake(tmp_path, generate_python):
     assert undeclared_code(imports) == {}  # each stage's Stage.code covers what it imported
     assert "Nothing to be done" in run(root, "snakemake", "--cores", "2", "-n", *targets)
     # the shared train.steps is not N2F's (n2f.train sets its own); n2f.train.steps reruns N2F alone (issue 45)
-    assert "Nothing to be done" in run(root, "snakemake", "--cores", "2", "-n", "--config", "train={steps: 60}",
-                                       *targets)
-    planned = run(root, "snakemake", "--cores", "2", "-n", "--config", "n2f={train: {steps: 5}}", *targets)
+    assert "Nothing to be done" in run(root, "snakemake", "--cores", "2", "-n", *targets,
+                                       "--config", "train={steps: 60}")  # --config takes every word after it
+    planned = run(root, "snakemake", "--cores", "2", "-n", *targets, "--config", "n2f={train: {steps: 5}}")
     assert "n2f_train" in planned and not {"train", "two_variable_train", "summarization_train"} & set(
         re.findall(r"^rule (\w+):", planned, flags=re.M))
 
