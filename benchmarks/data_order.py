@@ -15,7 +15,8 @@ diversity of its stream (distinct modules or templates per batch, padded positio
 Arms: `buckets` (today's length buckets, the params file's bucket_width), `bucketsW`
 (width W), `random` (uniformly random batches: pools of one batch) and `poolN`
 (batches cut from length-sorted pools of N batches, in a random order); a trailing `t`
-(`pool16t`) weighs every target token alike across batches (`train.loss_weighting: token`).
+(`pool16t`) weighs every target token alike across batches (`train.loss_weighting: token`), and a trailing `p`
+(`randomp`) packs each batch's problems end to end (`train.packing: true`, Transformer presets).
 
     python -m benchmarks.data_order --experiment algolisp --seeds 1 2 3
     python -m benchmarks.data_order --experiment mathematics --steps 1500 --arms buckets random pool16
@@ -36,6 +37,7 @@ from pathlib import Path
 import torch
 
 from tprepro.data.batching import BatchStream
+from tprepro.data.packing import pack
 from tprepro.evaluate.curves import heldout_loss
 from tprepro.params import TrainConfig, load_params
 from tprepro.train.trainer import FINGERPRINT_DEFAULTS
@@ -53,17 +55,17 @@ DIVERSITY_BATCHES = 200
 
 # ---- arms ----------------------------------------------------------------------------------------
 # The train settings each arm sets for itself (arm_settings): files differing only in them are one sweep.
-ORDER_SETTINGS = ("batching", "pool_batches", "bucket_width", "loss_weighting")
+ORDER_SETTINGS = ("batching", "pool_batches", "bucket_width", "loss_weighting", "packing")
 
 
 def arm_settings(arm: str, bucket_width: int) -> dict:
     """The train settings an arm name stands for (`buckets` alone: `bucket_width`); a trailing `t`
-    adds `loss_weighting: token`."""
-    match = re.fullmatch(r"(random|buckets|pool)(\d*)(t?)", arm)
-    kind, n, token = match.groups() if match else (None, "", "")
+    adds `loss_weighting: token`, a trailing `p` `packing: true`."""
+    match = re.fullmatch(r"(random|buckets|pool)(\d*)(t?)(p?)", arm)
+    kind, n, token, packed = match.groups() if match else (None, "", "", "")
     if kind is None or (kind == "pool" and not n) or (kind == "random" and n):
-        raise SystemExit(f"unknown arm {arm!r}: buckets, bucketsW, random or poolN, each optionally ending in t")
-    weighting = {"loss_weighting": "token" if token else "batch"}
+        raise SystemExit(f"unknown arm {arm!r}: buckets, bucketsW, random or poolN, each optionally ending in t, p or tp")
+    weighting = {"loss_weighting": "token" if token else "batch", "packing": bool(packed)}
     if kind == "random":
         return {"batching": "pool", "pool_batches": 1, **weighting}
     if kind == "buckets":
@@ -80,7 +82,7 @@ def diversity(setup: Setup, config: TrainConfig, seed: int) -> dict:
     for _ in range(DIVERSITY_BATCHES):
         rows = stream.next_rows()
         labels.append(len({setup.label_of.get(q, "?") for q, _ in rows}))
-        batch = setup.codec.collate(rows)
+        batch = pack(rows, setup.codec) if config.packing else setup.codec.collate(rows)
         for tensor in (batch.src, batch.tgt_out):  # [B, S], [B, T] (or [B, T, 1 + K])
             padded += int((tensor == setup.codec.pad_id).sum())
             positions += tensor.numel()

@@ -29,7 +29,7 @@ import numpy as np
 
 from tprepro.experiments import experiments
 from tprepro.params import EXTENDS, load_params
-from tprepro.plan.jobs import jobs
+from tprepro.job_graph import jobs
 from tprepro.plan.speeds import update_stage_rate
 from tprepro.plan.work import work
 

@@ -67,7 +67,7 @@ def fit(points: list[tuple[int, float]], startup: float) -> tuple[float, float]:
 
 def timed_jobs(params: dict, times: Path) -> list[tuple]:
     """(job, its work, CPU seconds) of each successful job of `params` the timing wrapper recorded in `times`."""
-    from tprepro.plan.jobs import jobs
+    from tprepro.job_graph import jobs
     from tprepro.plan.work import work
 
     by_command = {tuple(shlex.split(job.command)): job for job in jobs(params)}

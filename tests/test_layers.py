@@ -11,7 +11,8 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "tprepro"
 CORE = ("params", "data", "models", "train", "evaluate", "interpret", "report",
         "io.py", "errors.py", "children.py", "invocation.py", "figures.py", "pipeline.py", "tracking", "work.py")
 ENTRY_POINTS = {"cli.py", "predict.py", "workflow.py", "dvc_yaml.py", "dvc_commit.py", "__main__.py", "__init__.py",
-                "plan"}  # `tprepro plan`: the jobs of every experiment's stages
+                "plan",  # `tprepro plan`: the jobs of every experiment's stages
+                "job_graph.py"}  # every experiment's stages expanded into jobs, for workflow.py and the plan
 
 
 def imported_modules(path: Path) -> list[tuple[int, str]]:
@@ -75,6 +76,13 @@ def test_the_plan_sits_above_the_workflow_helpers(path):
     (the references both read are in params/references.py): no import circle."""
     back = [module for _, module in imported_modules(path) if module == "tprepro.workflow"]
     assert not back, f"{path.name} imports tprepro.workflow"
+
+
+def test_the_job_graph_sits_below_the_plan_and_the_workflow_helpers():
+    """workflow.py and the plan both read the one expansion of the stages into jobs; it reads neither."""
+    back = [module for _, module in imported_modules(SRC / "job_graph.py")
+            if module == "tprepro.workflow" or module.startswith("tprepro.plan")]
+    assert not back, back
 
 
 @pytest.mark.parametrize("path", sorted((SRC / "experiments").rglob("*.py")), ids=lambda p: str(p.relative_to(SRC)))

@@ -5,16 +5,14 @@ the invocation's parent runs."""
 from __future__ import annotations
 
 import functools
-import itertools
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from tprepro.errors import TpreproError
+from tprepro.job_graph import stage_nodes, upstream_stages, writer_of
 from tprepro.params.layered import Layered
-from tprepro.params.references import (DVC_REFERENCE, axis_values, matched, params_value, pattern, setting,
-                                       wildcard_of)
+from tprepro.params.references import DVC_REFERENCE, params_value, pattern, setting, wildcard_of
 
 _OWNED_ENV = "TPREPRO_MLFLOW_PARENT_OWNED"  # set when this invocation opened the parent runs
 
@@ -122,94 +120,33 @@ def stage_inputs(stage: str, params: dict, **names: str) -> list[str]:
 
     declared = registered(stage).dvc[0]
     own = {*(declared.matrix or ()), *names.values()}  # the rule's wildcards
-    writers = _writers(params)
+    nodes = stage_nodes(params)
     inputs, jobs, folders = [], set(), {}
     for dep in declared.deps:
         path = pattern(dep, params, **names)
-        job = _job_writing(path, writers)
+        job = writer_of(path, nodes)
         if job is None:
-            folders[path] = [writer for writer in writers if writer.writes_under(path)]
+            folders[path] = [node for node in nodes if node.writes_under(path)]
             if not folders[path]:
                 raise TpreproError(f"stage {stage}: no stage writes {path} or under it, so no rule input stands for it")
         elif job not in jobs:
             jobs.add(job)
             inputs.append(path)
-    gathered = [writer for found in folders.values() for writer in found]
+    gathered = [node for found in folders.values() for node in found]
     for folder, found in folders.items():
-        for writer in found:
-            if not any(writer.name in _upstream(later, writers) for later in gathered):
-                first = next(out for out in writer.outputs if out.startswith(f"{folder}/"))
-                inputs += _each_job(first, writer, own, params)
+        for node in found:
+            if not any(node.stage in upstream_stages(later, nodes) for later in gathered):
+                first = next(out for out in node.outputs if out.startswith(f"{folder}/"))
+                inputs += [first.format(**values) for values in node.values(params, keep=own)]
     return inputs
 
 
 def final_outputs(params: dict) -> list[str]:
     """`rule all`'s inputs: one output of every job whose outputs no stage reads (the tables and
     the interpretation figures): its metrics file if it has one, else its first output."""
-    writers = _writers(params)
-    read = {name for writer in writers for name in _upstream(writer, writers)}
-    return [path for writer in writers if writer.name not in read
-            for path in _each_job(writer.summary, writer, set(), params)]
-
-
-@dataclass(frozen=True)
-class _Writer:
-    """One dvc.yaml stage (a DvcStage of a Stage) as the rules' input derivation sees it."""
-
-    name: str  # the Stage's name
-    outputs: tuple[str, ...]  # what it writes, as Snakemake patterns (a foreach stage's item: {item} or {key})
-    summary: str  # the output standing for the job in `rule all`: its metrics file, else its first output
-    deps: tuple[str, ...]  # what it reads, as Snakemake patterns
-    matrix: tuple[tuple[str, object], ...]  # (wildcard, a params reference or the values) of its jobs
-
-    def writes_under(self, folder: str) -> bool:
-        return any(output.startswith(f"{folder}/") for output in self.outputs)
-
-
-def _writers(params: dict) -> list[_Writer]:
-    """Every dvc.yaml stage as a _Writer, in the registry's order."""
-    from tprepro.experiments import experiments
-
-    writers, generic = [], {"item": "item", "key": "key"}
-    for stage in (stage for experiment in experiments().values() for stage in experiment.stages):
-        for dvc in stage.dvc:
-            outputs = tuple(pattern(path, params, **generic) for path in dvc.written)
-            summary = pattern(dvc.metrics[0], params, **generic) if dvc.metrics else outputs[0]
-            each = ("key" if dvc.foreach_key else "item", dvc.foreach)
-            matrix = tuple(dvc.matrix.items()) if dvc.matrix else (each,) if dvc.foreach else ()
-            writers.append(_Writer(stage.name, outputs, summary,
-                                   tuple(pattern(path, params, **generic) for path in dvc.deps), matrix))
-    return writers
-
-
-def _upstream(writer: _Writer, writers: list[_Writer]) -> set[str]:
-    """The stages whose outputs `writer` reads: a dep's writer, or every stage writing under a folder dep."""
-    found = set()
-    for dep in writer.deps:
-        job = _job_writing(dep, writers)
-        found |= {job[0]} if job else {other.name for other in writers if other.writes_under(dep)}
-    return found
-
-
-def _job_writing(path: str, writers: list[_Writer]) -> tuple | None:
-    """(stage, wildcard values) of the job writing `path`, or None if no stage writes it; the first
-    stage that does wins (the summarization corpus before data/summarization/{dataset})."""
-    for writer in writers:
-        for output in writer.outputs:
-            values = matched(path, output)
-            if values is not None:
-                return writer.name, tuple(sorted(values.items()))
-    return None
-
-
-def _each_job(output: str, writer: _Writer, own: set[str], params: dict) -> list[str]:
-    """`output` of each of `writer`'s jobs: its matrix's values combined, the rule's `own` wildcards kept."""
-    def values(key: str, declared) -> list:
-        return [f"{{{key}}}"] if key in own else axis_values(params, declared)
-
-    keys = [key for key, _ in writer.matrix]
-    axes = [values(key, declared) for key, declared in writer.matrix]
-    return [output.format(**dict(zip(keys, combination))) for combination in itertools.product(*axes)]
+    nodes = stage_nodes(params)
+    read = {name for node in nodes for name in upstream_stages(node, nodes)}
+    return [node.summary.format(**values) for node in nodes if node.stage not in read for values in node.values(params)]
 
 
 def stage_shell(stage: str, params: dict, **names: str) -> str:

@@ -8,18 +8,20 @@ from benchmarks.data_order import arm_settings, reprint
 
 
 @pytest.mark.parametrize("arm, settings", [
-    ("random", {"batching": "pool", "pool_batches": 1, "loss_weighting": "batch"}),
-    ("buckets", {"batching": "buckets", "bucket_width": 16, "loss_weighting": "batch"}),
-    ("buckets8", {"batching": "buckets", "bucket_width": 8, "loss_weighting": "batch"}),
-    ("pool16", {"batching": "pool", "pool_batches": 16, "loss_weighting": "batch"}),
-    ("pool16t", {"batching": "pool", "pool_batches": 16, "loss_weighting": "token"}),
-    ("randomt", {"batching": "pool", "pool_batches": 1, "loss_weighting": "token"}),
+    ("random", {"batching": "pool", "pool_batches": 1, "loss_weighting": "batch", "packing": False}),
+    ("buckets", {"batching": "buckets", "bucket_width": 16, "loss_weighting": "batch", "packing": False}),
+    ("buckets8", {"batching": "buckets", "bucket_width": 8, "loss_weighting": "batch", "packing": False}),
+    ("pool16", {"batching": "pool", "pool_batches": 16, "loss_weighting": "batch", "packing": False}),
+    ("pool16t", {"batching": "pool", "pool_batches": 16, "loss_weighting": "token", "packing": False}),
+    ("randomt", {"batching": "pool", "pool_batches": 1, "loss_weighting": "token", "packing": False}),
+    ("randomp", {"batching": "pool", "pool_batches": 1, "loss_weighting": "batch", "packing": True}),
+    ("pool4tp", {"batching": "pool", "pool_batches": 4, "loss_weighting": "token", "packing": True}),
 ])
 def test_arm_names(arm, settings):
     assert arm_settings(arm, bucket_width=16) == settings
 
 
-@pytest.mark.parametrize("arm", ["pool", "random4", "shuffled", "pool16x"])
+@pytest.mark.parametrize("arm", ["pool", "random4", "shuffled", "pool16x", "randompt"])
 def test_unknown_arms_are_refused(arm):
     with pytest.raises(SystemExit, match="unknown arm"):
         arm_settings(arm, bucket_width=16)

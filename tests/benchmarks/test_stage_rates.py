@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from helpers import REPO, load_default_params, write_params
-from tprepro.plan.jobs import jobs
+from tprepro.job_graph import jobs
 from tprepro.plan.speeds import read_stage_rates, stage_rates_path
 from tprepro.plan.work import work
 

@@ -7,7 +7,7 @@ import pytest
 
 from helpers import REPO, load_default_params
 from plan_kit import write_stage_rates, write_throughput
-from tprepro.plan.jobs import jobs, upstream
+from tprepro.job_graph import jobs
 from tprepro.plan.plan import MARGIN, MIN_RUNTIME, WARNING_MINUTES, make_plan
 from tprepro.plan.speeds import load_measurements
 from tprepro.plan.work import work
@@ -22,20 +22,6 @@ def test_every_job_says_what_it_does_and_its_family_is_a_cluster_section(config)
     for job in jobs(params):
         assert isinstance(work(params, job.stage, job.values), Work)
         assert job.family is None or job.family in params["cluster"], job.stage
-
-
-def test_the_jobs_of_the_default_params_write_distinct_outputs_and_wait_for_their_inputs():
-    params = load_default_params()
-    found = jobs(params)
-    outputs = [output for job in found for output in job.outputs]
-    assert len(outputs) == len(set(outputs))
-    before = upstream(found)
-    train = next(job for job in found if job.rule == "train")
-    assert {job.rule for job in before[train]} == {"vocab", "split_index"}
-    table = next(job for job in found if job.rule == "tables")
-    assert {job.rule for job in before[table]} == {"evaluate", "train"}
-    order = {job: i for i, job in enumerate(found)}
-    assert all(order[first] < order[job] for job in found for first in before[job])  # registry order is a topological one
 
 
 def _slow_training(tmp_path, runtime=None, time_limit=None, max_requeues=3):

@@ -10,7 +10,7 @@ from pathlib import Path
 from tprepro.errors import TpreproError
 from tprepro.plan.critical_path import critical_path, schedule
 from tprepro.plan.estimate import Estimate, estimate
-from tprepro.plan.jobs import Job, jobs, upstream
+from tprepro.job_graph import Job, jobs, upstream
 from tprepro.plan.speeds import BENCHMARKS, Measurements, load_measurements
 from tprepro.plan.work import work
 from tprepro.work import Work

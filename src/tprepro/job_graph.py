@@ -1,0 +1,134 @@
+"""The job graph: every dvc.yaml stage the registry declares (each Stage's DvcStage), expanded once under a
+params file. Snakemake's rules (workflow.py: inputs, rule all's targets) read its stage nodes; `tprepro plan`
+and the SLURM runtimes read its jobs. DVC expands the same matrices itself from the generated dvc.yaml."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from tprepro.errors import TpreproError
+from tprepro.params.references import axis_values, matched, pattern
+
+# A foreach stage's one wildcard: its value ({item}) or, over a mapping, its entry's name ({key}).
+_FOREACH = {"item": "item", "key": "key"}
+
+
+@dataclass(frozen=True)
+class StageNode:
+    """One dvc.yaml stage under a params file, its paths as Snakemake patterns: `{name}` is one of its
+    matrix's wildcards (a foreach stage's: {item}, or {key} over a mapping)."""
+
+    stage: str  # the Stage's name (its `tprepro` sub-command)
+    rule: str  # the Stage's Snakemake rule
+    family: str | None  # the params `cluster:` family the Stage declares; None: a local rule
+    outputs: tuple[str, ...]  # what it writes (outs, results, metrics, plots)
+    summary: str  # the output standing for a job in `rule all`: its metrics file, else its first output
+    deps: tuple[str, ...]  # what it reads
+    command: str  # the `tprepro` command line
+    axes: tuple[tuple[str, object], ...]  # (wildcard, a params reference or the values) of its jobs
+
+    def writes_under(self, folder: str) -> bool:
+        return any(output.startswith(f"{folder}/") for output in self.outputs)
+
+    def values(self, params: dict, keep: set[str] = frozenset()) -> list[dict[str, str]]:
+        """Each job's wildcard values, its axes' values combined; a wildcard in `keep` stays `{name}`."""
+        keys = [key for key, _ in self.axes]
+        axes = [[f"{{{key}}}"] if key in keep else [str(v) for v in axis_values(params, declared)]
+                for key, declared in self.axes]
+        return [dict(zip(keys, combination)) for combination in itertools.product(*axes)]
+
+
+def stage_nodes(params: dict) -> list[StageNode]:
+    """Every dvc.yaml stage as a StageNode, in the registry's order."""
+    from tprepro.experiments import experiments
+
+    nodes = []
+    for stage in (stage for experiment in experiments().values() for stage in experiment.stages):
+        for dvc in stage.dvc:
+            outputs = tuple(pattern(path, params, **_FOREACH) for path in dvc.written)
+            summary = pattern(dvc.metrics[0], params, **_FOREACH) if dvc.metrics else outputs[0]
+            each = ("key" if dvc.foreach_key else "item", dvc.foreach)
+            axes = tuple(dvc.matrix.items()) if dvc.matrix else (each,) if dvc.foreach else ()
+            nodes.append(StageNode(stage.name, stage.rule, stage.family, outputs, summary,
+                                   tuple(pattern(path, params, **_FOREACH) for path in dvc.deps),
+                                   pattern(dvc.cmd, params, **_FOREACH), axes))
+    return nodes
+
+
+def writer_of(path: str, nodes: list[StageNode]) -> tuple[str, tuple] | None:
+    """(stage, wildcard values) of the job writing `path`, or None if no stage writes it; the first
+    stage that does wins (the summarization corpus before data/summarization/{dataset})."""
+    for node in nodes:
+        for output in node.outputs:
+            values = matched(path, output)
+            if values is not None:
+                return node.stage, tuple(sorted(values.items()))
+    return None
+
+
+def upstream_stages(node: StageNode, nodes: list[StageNode]) -> set[str]:
+    """The stages whose outputs `node` reads: a dep's writer, or every stage writing under a folder dep."""
+    found = set()
+    for dep in node.deps:
+        writer = writer_of(dep, nodes)
+        found |= {writer[0]} if writer else {other.stage for other in nodes if other.writes_under(dep)}
+    return found
+
+
+@dataclass(frozen=True)
+class Job:
+    """One job: a stage run with one matrix item."""
+
+    stage: str  # the `tprepro` sub-command
+    rule: str  # its Snakemake rule
+    item: tuple[tuple[str, str], ...]  # the matrix values (model, seed; split, module; ...)
+    outputs: tuple[str, ...]  # what it writes (outs, results, metrics, plots)
+    deps: tuple[str, ...]  # the data it reads
+    family: str | None  # params `cluster:` family its stage declares; None: a local rule (runs where Snakemake runs)
+    rule_values: tuple[str, ...] = ()  # its Snakemake wildcards' values (a foreach stage's job: its rule's)
+    command: str = ""  # the `tprepro` command it runs
+
+    @property
+    def values(self) -> dict[str, str]:
+        return dict(self.item)
+
+    @property
+    def name(self) -> str:
+        return " ".join((self.rule, *(value for _, value in self.item)))
+
+
+def jobs(params: dict) -> list[Job]:
+    """Every job of `params`, in the registry's order (stage by stage, the matrix expanded as DVC does)."""
+    found, rule_outputs = [], {}
+    for node in stage_nodes(params):
+        rule_output = rule_outputs.setdefault(node.stage, node.outputs[0])  # the rule's: its first DvcStage's
+        for values in node.values(params):
+            outputs = tuple(path.format(**values) for path in node.outputs)
+            found.append(Job(node.stage, node.rule, tuple(values.items()), outputs,
+                             tuple(path.format(**values) for path in node.deps), node.family,
+                             _wildcard_values(outputs[0], rule_output), node.command.format(**values)))
+    return found
+
+
+def _wildcard_values(path: str, output: str) -> tuple[str, ...]:
+    """The values of `output`'s {wildcards} with which it is `path` (its rule's wildcards for the job)."""
+    values = matched(path, output)
+    if values is None:
+        raise TpreproError(f"{path}: not an output of its rule ({output})")
+    return tuple(values.values())
+
+
+def upstream(all_jobs: list[Job]) -> dict[Job, list[Job]]:
+    """job -> the jobs writing what it reads: a path they write, or anything under a folder it reads."""
+    writers: dict[str, Job] = {output: job for job in all_jobs for output in job.outputs}
+    found = {}
+    for job in all_jobs:
+        before = []
+        for dep in job.deps:
+            if dep in writers:
+                before.append(writers[dep])
+            else:
+                before += [writer for output, writer in writers.items() if output.startswith(f"{dep}/")]
+        found[job] = list(dict.fromkeys(before))
+    return found
