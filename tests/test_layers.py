@@ -12,7 +12,8 @@ CORE = ("params", "data", "models", "train", "evaluate", "interpret", "report",
         "io.py", "errors.py", "children.py", "invocation.py", "figures.py", "pipeline.py", "tracking", "work.py")
 ENTRY_POINTS = {"cli.py", "predict.py", "workflow.py", "dvc_yaml.py", "dvc_commit.py", "__main__.py", "__init__.py",
                 "plan",  # `tprepro plan`: the jobs of every experiment's stages
-                "job_graph.py"}  # every experiment's stages expanded into jobs, for workflow.py and the plan
+                "job_graph.py",  # every experiment's stages expanded into jobs, for workflow.py and the plan
+                "output_times.py"}  # workflow.py's: outputs' times follow their content
 
 
 def imported_modules(path: Path) -> list[tuple[int, str]]:
@@ -99,3 +100,31 @@ def test_evaluation_sits_below_the_pipeline(path):
     """pipeline.py runs the evaluations; the evaluation modules import nothing of it (train/files.py names
     the model file both use)."""
     assert "tprepro.pipeline" not in [module for _, module in imported_modules(path)]
+
+
+def _unit(module: str) -> str | None:
+    """The top-level package or module of src/tprepro a `tprepro.…` import names."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "tprepro" and len(parts) > 1 else None
+
+
+def test_no_circle_among_the_top_level_packages_and_modules():
+    """Imports at any depth, function-level included: no package reaches back to one that reaches it."""
+    graph: dict[str, set[str]] = {}
+    for path in SRC.rglob("*.py"):
+        unit = path.relative_to(SRC).parts[0].removesuffix(".py")
+        graph.setdefault(unit, set()).update(
+            other for _, module in imported_modules(path) if (other := _unit(module)) not in (None, unit))
+
+    def reaches(start: str) -> set[str]:
+        seen, todo = set(), [start]
+        while todo:
+            for other in graph.get(todo.pop(), ()):
+                if other not in seen:
+                    seen.add(other)
+                    todo.append(other)
+        return seen
+
+    circles = sorted({tuple(sorted((unit, other))) for unit in graph for other in graph[unit]
+                      if unit in reaches(other)})
+    assert not circles, f"import circles (each pair reaches the other): {circles}"

@@ -19,9 +19,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
 
 from tprepro.errors import TpreproError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # mkstemp/mkdtemp create private (0600/0700) entries; published files get the usual modes.
 _UMASK = os.umask(0)
@@ -254,3 +257,22 @@ def read_verified(path: str | os.PathLike, required: bool = False) -> bytes:
             raise TpreproError(f"{path}: its content changed after it was written (sha256 differs from "
                                f"{recorded.name}); rerun the stage that makes it")
     return body
+
+
+def read_checked_csv(path: Path, columns: Sequence[str], kind: str, digested: bool = False,
+                     **read_options) -> "pd.DataFrame":
+    """`columns` of the CSV at `path` (`read_options`: for pandas.read_csv); an unreadable file, one
+    whose content differs from its recorded digest (report.tables.write_digested_csv), one without a digest where
+    `digested` (its writer always records one) or a missing column is an error naming the file."""
+    import io
+
+    import pandas as pd
+
+    try:
+        frame = pd.read_csv(io.BytesIO(read_verified(path, required=digested)), **read_options)
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise TpreproError(f"{path}: unreadable {kind} ({exc})") from exc
+    missing = set(columns) - set(frame.columns)
+    if missing:
+        raise TpreproError(f"{path}: missing columns {sorted(missing)}")
+    return frame[list(columns)]

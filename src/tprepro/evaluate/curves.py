@@ -79,7 +79,7 @@ def heldout_scores(model: torch.nn.Module, vocab, rows: Sequence[tuple[str, str]
 
 
 def read_curve(path: Path) -> pd.DataFrame:
-    from tprepro.report.tables import read_checked_csv
+    from tprepro.io import read_checked_csv
 
     return read_checked_csv(path, CURVE_COLUMNS, "learning curve")
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import math
 from pathlib import Path
@@ -11,27 +10,12 @@ from typing import Sequence
 import pandas as pd
 
 from tprepro.errors import TpreproError
-from tprepro.io import atomic_path, atomic_write_text, forget_digest, read_verified, record_digest
+from tprepro.io import atomic_path, atomic_write_text, forget_digest, read_checked_csv, record_digest
 from tprepro.report.published import (PublishedRow, cell, comparison_note, over_seeds, paired_note, published,
                                       seeds_note)
 
 EVAL_COLUMNS = ["model", "seed", "module", "split", "n", "correct", "accuracy"]
 MODULE_COLUMNS = ["model", "module", "split", "n", "correct", "accuracy"]
-
-
-def read_checked_csv(path: Path, columns: Sequence[str], kind: str, digested: bool = False,
-                     **read_options) -> pd.DataFrame:
-    """`columns` of the CSV at `path` (`read_options`: for pandas.read_csv); an unreadable file, one
-    whose content differs from its recorded digest (`write_digested_csv`), one without a digest where
-    `digested` (its writer always records one) or a missing column is an error naming the file."""
-    try:
-        frame = pd.read_csv(io.BytesIO(read_verified(path, required=digested)), **read_options)
-    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise TpreproError(f"{path}: unreadable {kind} ({exc})") from exc
-    missing = set(columns) - set(frame.columns)
-    if missing:
-        raise TpreproError(f"{path}: missing columns {sorted(missing)}")
-    return frame[list(columns)]
 
 
 def checked_numbers(frame: pd.DataFrame, path: Path, column: str, low: float | None = None,

@@ -160,7 +160,8 @@ def read_run_evaluation(evaluation: Path, model: str, dataset: str, seed: int) -
     stage writes beside its evaluation CSV `evaluation`."""
     from tprepro.experiments.summarization.scoring import ROUGE_TYPES
     from tprepro.experiments.summarization.table import DOCUMENT_COLUMNS, RunEvaluation
-    from tprepro.report.tables import checked_numbers, read_checked_csv
+    from tprepro.io import read_checked_csv
+    from tprepro.report.tables import checked_numbers
 
     path = documents_path(evaluation)
     documents = read_checked_csv(path, DOCUMENT_COLUMNS, "per-document ROUGE file", digested=True,
