@@ -1,6 +1,6 @@
 """Helpers the Snakemake rules call (workflow/rules/*.smk): each stage's inputs, outputs, command, code
 digest and params values (from its Stage declaration), rule all's targets, per-rule SLURM resources,
-the invocation's parent runs."""
+the invocation's parent runs, and the outputs' times settled by content before Snakemake reads them."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 from tprepro.errors import TpreproError
-from tprepro.job_graph import stage_nodes, upstream_stages, writer_of
+from tprepro.job_graph import jobs, stage_nodes, upstream_stages, writer_of
 from tprepro.params.layered import Layered
 from tprepro.params.references import DVC_REFERENCE, params_value, pattern, setting, wildcard_of
 
@@ -50,6 +50,23 @@ def _source_hash(path: str, mtime_ns: int) -> str:
     from tprepro.io import sha256_file
 
     return sha256_file(path)
+
+
+def settle_output_times(params: dict, workflow) -> None:
+    """Before Snakemake reads any mtime: every job's outputs, and the stages' code digests, rewritten with the
+    same content since they were made get back the times they were made at (tprepro.output_times), so Snakemake
+    reruns what DVC reruns. Only in the invocation's own process (a SLURM job step reads the Snakefile again)."""
+    import sys
+
+    from tprepro.output_times import settle
+
+    if not workflow.is_main_process:
+        return
+    digests = sorted(str(path) for path in CODE_DIGESTS.glob("*.sha256"))
+    restored = settle([*(output for job in jobs(params) for output in job.outputs), *digests])
+    if restored:
+        print(f"tprepro: {len(restored)} outputs rewritten with the same content keep the times they were made at "
+              f"(e.g. {restored[0]}; tprepro/output_times.py)", file=sys.stderr)
 
 
 def settings(stage: str, params: dict) -> dict:
