@@ -65,12 +65,12 @@ def arm_settings(arm: str, bucket_width: int) -> dict:
     kind, n, token, packed = match.groups() if match else (None, "", "", "")
     if kind is None or (kind == "pool" and not n) or (kind == "random" and n):
         raise SystemExit(f"unknown arm {arm!r}: buckets, bucketsW, random or poolN, each optionally ending in t, p or tp")
-    weighting = {"loss_weighting": "token" if token else "batch", "packing": bool(packed)}
+    either = {"loss_weighting": "token" if token else "batch", "packing": bool(packed)}  # any kind of arm
     if kind == "random":
-        return {"batching": "pool", "pool_batches": 1, **weighting}
+        return {"batching": "pool", "pool_batches": 1, **either}
     if kind == "buckets":
-        return {"batching": "buckets", "bucket_width": int(n) if n else bucket_width, **weighting}
-    return {"batching": "pool", "pool_batches": int(n), **weighting}
+        return {"batching": "buckets", "bucket_width": int(n) if n else bucket_width, **either}
+    return {"batching": "pool", "pool_batches": int(n), **either}
 
 
 def diversity(setup: Setup, config: TrainConfig, seed: int) -> dict:
