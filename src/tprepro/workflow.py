@@ -138,16 +138,16 @@ def stage_inputs(stage: str, params: dict, **names: str) -> list[str]:
     declared = registered(stage).dvc[0]
     own = {*(declared.matrix or ()), *names.values()}  # the rule's wildcards
     nodes = stage_nodes(params)
-    inputs, jobs, folders = [], set(), {}
+    inputs, writers, folders = [], set(), {}
     for dep in declared.deps:
         path = pattern(dep, params, **names)
-        job = writer_of(path, nodes)
-        if job is None:
+        writer = writer_of(path, nodes)  # (stage, wildcard values): one job
+        if writer is None:
             folders[path] = [node for node in nodes if node.writes_under(path)]
             if not folders[path]:
                 raise TpreproError(f"stage {stage}: no stage writes {path} or under it, so no rule input stands for it")
-        elif job not in jobs:
-            jobs.add(job)
+        elif writer not in writers:
+            writers.add(writer)
             inputs.append(path)
     gathered = [node for found in folders.values() for node in found]
     for folder, found in folders.items():
