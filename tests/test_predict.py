@@ -10,17 +10,14 @@ import torch
 from helpers import tool_env
 from tprepro.evaluate.evaluate import load_trained, predict
 from tprepro.evaluate.pyfunc import save_answering_model
-from training_project import make_workspace, train
+from training_project import trained_run
 
 QUESTIONS = ["What is 2 + 3?", "What is -7 - 12?", "What is 40 + 2?"]
 
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
-    root = tmp_path_factory.mktemp("predict")
-    workspace = make_workspace(root / "workspace", steps=30, checkpoint_every=30, log_every=10)
-    train(workspace, root / "run")
-    return root / "run" / "model"
+    return trained_run(tmp_path_factory.mktemp("predict"), steps=30, log_every=10) / "model"
 
 
 def tprepro(*args, stdin=None):

@@ -9,15 +9,12 @@ import sys
 import pytest
 
 from helpers import tool_env
-from training_project import make_workspace, train
+from training_project import trained_run
 
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
-    root = tmp_path_factory.mktemp("predict_input")
-    workspace = make_workspace(root / "workspace", steps=4, checkpoint_every=4, log_every=2)
-    train(workspace, root / "run")
-    return root / "run" / "model"
+    return trained_run(tmp_path_factory.mktemp("predict_input"), steps=4, log_every=2) / "model"
 
 
 def tprepro(*args, stdin: bytes | None = None) -> subprocess.CompletedProcess:

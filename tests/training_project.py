@@ -56,6 +56,14 @@ def train(workspace: Path, run: Path, **env) -> str:
     return out
 
 
+def trained_run(root: Path, steps: int, log_every: int) -> Path:
+    """A finished `tprepro train` run of `steps` steps under `root` (checkpointed once, at its end): its run folder,
+    the model in `<run>/model`."""
+    workspace = make_workspace(root / "workspace", steps=steps, checkpoint_every=steps, log_every=log_every)
+    train(workspace, root / "run")
+    return root / "run"
+
+
 def weights(run: Path) -> dict[str, torch.Tensor]:
     return load_checkpoint(run / "model" / "model.pt")["model"]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from helpers import tool_env
-from training_project import make_workspace, train
+from training_project import trained_run
 
 pytestmark = pytest.mark.slow  # a `tprepro train` subprocess, MLflow loads in fresh interpreters
 
@@ -22,10 +22,7 @@ LOAD = ("import json, sys, mlflow.pyfunc\n"
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("logged")
-    workspace = make_workspace(root / "workspace", steps=20, checkpoint_every=20, log_every=10)
-    train(workspace, root / "run")
-    return root / "run"
+    return trained_run(tmp_path_factory.mktemp("logged"), steps=20, log_every=10)
 
 
 def logged_model(run: Path) -> tuple[str, Path]:
