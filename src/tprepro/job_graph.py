@@ -5,6 +5,7 @@ and the SLURM runtimes read its jobs. DVC expands the same matrices itself from 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from tprepro.errors import TpreproError
@@ -31,7 +32,7 @@ class StageNode:
     def writes_under(self, folder: str) -> bool:
         return any(output.startswith(f"{folder}/") for output in self.outputs)
 
-    def values(self, params: dict, keep: set[str] = frozenset()) -> list[dict[str, str]]:
+    def values(self, params: dict, keep: Collection[str] = ()) -> list[dict[str, str]]:
         """Each job's wildcard values, its axes' values combined; a wildcard in `keep` stays `{name}`."""
         keys = [key for key, _ in self.axes]
         axes = [[f"{{{key}}}"] if key in keep else [str(v) for v in axis_values(params, declared)]
