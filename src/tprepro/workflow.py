@@ -54,19 +54,42 @@ def _source_hash(path: str, mtime_ns: int) -> str:
 
 def settle_output_times(params: dict, workflow) -> None:
     """Before Snakemake reads any mtime: every job's outputs, and the stages' code digests, rewritten with the
-    same content since they were made get back the times they were made at (tprepro.output_times), so Snakemake
-    reruns what DVC reruns. Only in the invocation's own process (a SLURM job step reads the Snakefile again)."""
+    same content since they were made get back the times they were made at, unless their inputs are newer
+    (tprepro.output_times), so Snakemake reruns what DVC reruns. Only in the invocation's own process (a SLURM
+    job step reads the Snakefile again)."""
     import sys
 
     from tprepro.output_times import settle
 
     if not workflow.is_main_process:
         return
-    digests = sorted(str(path) for path in CODE_DIGESTS.glob("*.sha256"))
-    restored = settle([*(output for job in jobs(params) for output in job.outputs), *digests])
+    restored = settle(made_in_order(params))
     if restored:
         print(f"tprepro: {len(restored)} outputs rewritten with the same content keep the times they were made at "
               f"(e.g. {restored[0]}; tprepro/output_times.py)", file=sys.stderr)
+
+
+def made_in_order(params: dict, folder: Path = CODE_DIGESTS) -> list:
+    """The stages' code digests, then every job's outputs with what they are made from (the outputs of the jobs
+    it reads, its code digest), each job after those it reads (tprepro.output_times.Made)."""
+    from graphlib import TopologicalSorter
+
+    from tprepro.job_graph import upstream
+    from tprepro.output_times import Made
+
+    all_jobs = jobs(params)
+    before = upstream(all_jobs)
+    written = {output for job in all_jobs for output in job.outputs}
+    written |= {str(parent) for output in written for parent in Path(output).parents}  # folders holding outputs
+    digests = {job.stage: str(folder / f"{job.stage}.sha256") for job in all_jobs}
+
+    def inputs(job) -> tuple[str, ...]:
+        external = (dep for dep in job.deps if dep not in written)
+        return (*(out for writer in before[job] for out in writer.outputs), *external, digests[job.stage])
+
+    ordered = TopologicalSorter({job: before[job] for job in all_jobs}).static_order()
+    return [*(Made((digest,)) for digest in sorted(set(digests.values()))),
+            *(Made(job.outputs, inputs(job)) for job in ordered)]
 
 
 def settings(stage: str, params: dict) -> dict:
