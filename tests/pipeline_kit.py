@@ -2,6 +2,7 @@
 the real generator, Snakemake and DVC, each failing with the tail of its output."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -65,10 +66,16 @@ def check_results(root, params) -> None:
     assert metrics["mathematics"]["interpolation_acc"].keys() == set(params["grid"]["models"])
 
 
-def undeclared_code(imports_log) -> dict[str, list[str]]:
-    """{stage: project modules it imported that its Stage.code does not cover} from the file the
-    commands appended to (tprepro.cli.IMPORTS_LOG). What the command line imports before the stage
-    runs (the registry, each experiment's declarations) is not the stage's code and is not counted."""
+# Files whose code runs in a stage's process but only declares or dispatches it: the command line (tprepro/cli.py),
+# the registry (experiments/__init__.py) and each experiment's declarations (experiments/<name>/cli.py: its Stages
+# and the few lines handing a command's arguments to its stage function). A stage's code is everything else it runs.
+DECLARATIONS = re.compile(r"cli\.py|experiments/__init__\.py|experiments/\w+/cli\.py")
+
+
+def undeclared_code(audit_log) -> dict[str, list[str]]:
+    """{stage: project files whose code its commands ran that its Stage.code does not cover} from the file the
+    commands appended to (tprepro.audit): modules imported after the command line started and files whose functions
+    were called, DECLARATIONS left out."""
     from pathlib import Path
 
     import tprepro
@@ -76,14 +83,118 @@ def undeclared_code(imports_log) -> dict[str, list[str]]:
 
     package = Path(tprepro.__file__).resolve().parent
     missing: dict[str, set[str]] = {}
-    for line in Path(imports_log).read_text().splitlines():
+    for line in Path(audit_log).read_text().splitlines():
         entry = json.loads(line)
         try:
             experiment_of(entry["command"])
         except KeyError:  # not a stage (validate, dvc-yaml, ...)
             continue
         declared = {Path(f).relative_to(package).as_posix() for f in code_files(entry["command"], str(package))}
-        left = set(entry["modules"]) - declared
+        left = {file for file in entry["code"] if not DECLARATIONS.fullmatch(file)} - declared
         if left:
             missing.setdefault(entry["command"], set()).update(left)
     return {stage: sorted(files) for stage, files in missing.items()}
+
+
+# Declared params keys a stage reads only in part or not at all under the end-to-end runs' settings, as other
+# settings or other jobs of it read them: (stage, key) -> why.
+READ_SOMETIMES = {
+    ("n2f-data", "n2f.{task}.data"): "train/test are read with source: release, generate with source: generate",
+    ("n2f-quality", "n2f.{task}.data"): "as n2f-data: which keys depends on source",
+    ("n2f-evaluate", "n2f.{task}.data"): "as n2f-data: which keys depends on source",
+    ("n2f-tables", "n2f.{task}.data"): "as n2f-data: which keys depends on source",
+    ("n2f-tables", "n2f.{task}.models"): "the entries n2f.models lists (the weights column)",
+    ("interpret-n2f", "n2f.interpret.unbinding"): "clusters.<task> of the job's task",
+    ("interpret-mathematics", "interpret.one_hotness"): "discrete-role (TPT-d) models only",
+    ("interpret-two-variable", "two_variable.interpret.ponder"): "adaptive (AUT) models only",
+}
+_FLAGS = {"task": "--task", "model": "--model", "dataset": "--dataset"}  # a job's wildcards, from its command line
+
+
+def misdeclared_params(audit_log, params: dict) -> dict[str, dict[str, list[str]]]:
+    """{stage: {"undeclared": keys its commands read that no declared params key covers, "partial": declared keys of
+    which its commands read only some keys, "unread": declared keys they read nothing of}} from the file the commands
+    appended to (tprepro.cli.AUDIT_LOG) and the `params` they ran with: a stage's declared keys are what it reads
+    (issue 54). A declared key is read if one job of the stage reads it whole (its wildcards filled in from the
+    job's command line); a Layered entry's override sections are read for its keys only; READ_SOMETIMES names the
+    keys read only under other settings."""
+    import re
+    from pathlib import Path
+
+    from tprepro.experiments import experiment_of, stage
+    from tprepro.params.layered import Layered
+    from tprepro.params.references import setting
+
+    undeclared: dict[str, set[str]] = {}
+    coverage: dict[tuple[str, str], list[set[str] | None]] = {}  # (stage, key) -> each job's unread keys under it
+    for line in Path(audit_log).read_text().splitlines():
+        entry = json.loads(line)
+        try:
+            experiment_of(entry["command"])
+        except KeyError:  # not a stage (validate, dvc-yaml, ...)
+            continue
+        declared = stage(entry["command"])
+        reads, argv = set(entry["params"]), entry["argv"]
+        names = {name: argv[argv.index(flag) + 1] for name, flag in _FLAGS.items() if flag in argv}
+        layered = [item for item in declared.params if isinstance(item, Layered)]
+        patterns = [re.compile(re.sub(r"\\\{\w+\\\}", r"[^.]+", re.escape(key))) for key in declared.params_keys]
+        for key in reads:
+            prefixes = [".".join(key.split(".")[:n]) for n in range(1, key.count(".") + 2)]
+            if not any(pattern.fullmatch(prefix) for pattern in patterns for prefix in prefixes):
+                undeclared.setdefault(declared.name, set()).add(key)
+        for key in declared.params_keys:
+            try:
+                instance = key.format(**names)
+            except KeyError:
+                continue
+            only = next((item.read_under(key) for item in layered if key in item.params_keys()), None)
+            unread = _unread(instance, setting(params, instance), reads, only)
+            if unread is None and any(_set_by_override(item, instance, params, names) for item in layered):
+                unread = set()  # a shared key its experiment's override sets: not read, rightly
+            coverage.setdefault((declared.name, key), []).append(unread)
+    found: dict[str, dict[str, list[str]]] = {name: {"undeclared": sorted(keys)} for name, keys in undeclared.items()}
+    for (name, key), jobs in coverage.items():
+        if (name, key) in READ_SOMETIMES:
+            continue
+        if all(unread is None for unread in jobs):
+            found.setdefault(name, {}).setdefault("unread", []).append(key)
+        elif not any(unread == set() for unread in jobs):
+            least = min((unread for unread in jobs if unread), key=len)
+            found.setdefault(name, {}).setdefault("partial", []).append(f"{key} (unread: {', '.join(sorted(least))})")
+    return found
+
+
+def _set_by_override(layered, key: str, params: dict, names: dict[str, str]) -> bool:
+    """Whether shared key `key` of Layered entry `layered` is set by one of its override sections in `params`."""
+    from tprepro.params.references import setting
+
+    if key not in layered.shared_keys():
+        return False
+    name = key.rpartition(".")[2]
+    for section in layered.over:
+        try:
+            if name in setting(params, section.format(**names)):
+                return True
+        except KeyError:
+            continue
+    return False
+
+
+def _unread(key: str, value, reads: set[str], only: tuple[str, ...] | None = None) -> set[str] | None:
+    """The keys under `key` (whose params value is `value`) that no read covers; None if nothing under it was read.
+    `only`: just these keys of it are expected to be read."""
+    if key in reads:
+        return set()
+    if only is not None:
+        left = {f"{key}.{name}" for name in only} - reads
+        return None if len(left) == len(only) else left
+    if not isinstance(value, dict):
+        return None
+    if not value:
+        return set()  # an empty section: nothing to read
+    left, read_any = set(), False
+    for name, child in value.items():
+        part = _unread(f"{key}.{name}", child, reads)
+        read_any |= part is not None
+        left |= {f"{key}.{name}"} if part is None else part
+    return left if read_any else None

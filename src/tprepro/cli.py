@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 import sys
 
+from tprepro import audit
 from tprepro.errors import TpreproError
 from tprepro.params import default_params_path
 
@@ -202,37 +203,6 @@ def warn_if_foreign_install(cwd: Path) -> None:
               f"`make install` here installs this checkout's code", file=sys.stderr)
 
 
-# A file each command appends the project modules it imported to, beyond those the command line
-# imports to start (one JSON line: command, modules): how the end-to-end tests check each Stage.code.
-IMPORTS_LOG = "TPREPRO_IMPORTS_LOG"
-
-
-def project_modules() -> set[str]:
-    """The files of the tprepro modules imported so far, relative to the package (e.g. "data/shards.py")."""
-    root = Path(__file__).resolve().parent
-    files = set()
-    for module in list(sys.modules.values()):
-        file = getattr(module, "__file__", None)
-        if file and Path(file).resolve().is_relative_to(root):
-            files.add(Path(file).resolve().relative_to(root).as_posix())
-    return files
-
-
-def log_imports(command: str, path: str) -> None:
-    """At exit, append the modules `command` imported beyond those imported so far to `path`."""
-    import atexit
-    import json
-
-    before = project_modules()
-
-    def write() -> None:
-        line = json.dumps({"command": command, "modules": sorted(project_modules() - before)})
-        with open(path, "a", encoding="utf-8") as handle:
-            handle.write(line + "\n")
-
-    atexit.register(write)
-
-
 def main(argv: list[str] | None = None) -> int:
     from tprepro.train.preemption import REQUEUE_EXIT, Preempted
 
@@ -240,8 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     refuse_unknown_stage(parser, argv)
     args = parser.parse_args(argv)
-    if os.environ.get(IMPORTS_LOG):
-        log_imports(args.command, os.environ[IMPORTS_LOG])
+    if os.environ.get(audit.AUDIT_LOG):  # the tests' record of what the command runs and reads
+        audit.start(args.command, sys.argv[1:] if argv is None else argv, os.environ[audit.AUDIT_LOG])
     warn_if_foreign_install(Path.cwd())
     errors: list[str] = []
 

@@ -40,19 +40,29 @@ def stage_entry(stage: Stage, dvc: DvcStage) -> tuple[str, dict]:
     """(name, dvc.yaml entry) of one DvcStage of `stage`."""
     item = ("${key}" if dvc.foreach_key else "${item}") if dvc.foreach else r"${item.\1}"
     body = {"cmd": _Folded(dvc.cmd),
-            "deps": [*dvc.deps, *(f"src/tprepro/{path}" for path in stage.code)],
+            "deps": [*map(str, dvc.deps), *(f"src/tprepro/{path}" for path in stage.code)],
             "params": [re.sub(r"\{(\w+)\}", item, key) for key in stage.params_keys]}
-    for key, entries in (("outs", [*map(str, dvc.outs), *map(str, dvc.results)]),  # str: a Reported path is plain here
+    kept = {"persist": True} if dvc.keeps_outputs else None  # a failed run leaves them in place
+    for key, entries in (("outs", [*map(str, dvc.outs), *map(str, dvc.results), *dvc.companions]),  # str: Reported is plain
                          ("metrics", list(map(str, dvc.metrics))),
-                         ("plots", list(dvc.plots))):
+                         ("plots", [{str(path): options for path, options in plot.items()} for plot in dvc.plots])):
         if entries:
-            body[key] = entries
+            body[key] = [_kept(entry, kept) for entry in entries]
     body = {key: value for key, value in body.items() if value}
     if dvc.foreach:
         entry = {"foreach": dvc.foreach, "do": body}
     else:
         entry = {"matrix": dict(dvc.matrix), **body} if dvc.matrix else body
     return dvc.name or stage.rule, entry
+
+
+def _kept(entry: str | dict, kept: dict | None) -> str | dict:
+    """An output entry with `kept` ({"persist": true}) added to its options, if given."""
+    if kept is None:
+        return entry
+    if isinstance(entry, str):
+        return {entry: dict(kept)}
+    return {path: {**kept, **options} for path, options in entry.items()}
 
 
 def generate() -> str:

@@ -22,6 +22,7 @@ class StageNode:
 
     stage: str  # the Stage's name (its `tprepro` sub-command)
     rule: str  # the Stage's Snakemake rule
+    dvc_stage: str  # its stage in dvc.yaml (the DvcStage's name, else the rule's)
     family: str | None  # the params `cluster:` family the Stage declares; None: a local rule
     outputs: tuple[str, ...]  # what it writes (outs, results, metrics, plots)
     summary: str  # the output standing for a job in `rule all`: its metrics file, else its first output
@@ -51,7 +52,7 @@ def stage_nodes(params: dict) -> list[StageNode]:
             summary = pattern(dvc.metrics[0], params, **_FOREACH) if dvc.metrics else outputs[0]
             each = ("key" if dvc.foreach_key else "item", dvc.foreach)
             axes = tuple(dvc.matrix.items()) if dvc.matrix else (each,) if dvc.foreach else ()
-            nodes.append(StageNode(stage.name, stage.rule, stage.family, outputs, summary,
+            nodes.append(StageNode(stage.name, stage.rule, dvc.name or stage.rule, stage.family, outputs, summary,
                                    tuple(pattern(path, params, **_FOREACH) for path in dvc.deps),
                                    pattern(dvc.cmd, params, **_FOREACH), axes))
     return nodes
@@ -89,6 +90,7 @@ class Job:
     family: str | None  # params `cluster:` family its stage declares; None: a local rule (runs where Snakemake runs)
     rule_values: tuple[str, ...] = ()  # its Snakemake wildcards' values (a foreach stage's job: its rule's)
     command: str = ""  # the `tprepro` command it runs
+    dvc_stage: str = ""  # its stage in dvc.yaml
 
     @property
     def values(self) -> dict[str, str]:
@@ -97,6 +99,11 @@ class Job:
     @property
     def name(self) -> str:
         return " ".join((self.rule, *(value for _, value in self.item)))
+
+    @property
+    def dvc_name(self) -> str:
+        """Its name in `dvc status` and `dvc repro`: the dvc.yaml stage, `@` and its matrix values joined by `-`."""
+        return "@".join((self.dvc_stage, "-".join(value for _, value in self.item))) if self.item else self.dvc_stage
 
 
 def jobs(params: dict) -> list[Job]:
@@ -108,7 +115,8 @@ def jobs(params: dict) -> list[Job]:
             outputs = tuple(path.format(**values) for path in node.outputs)
             found.append(Job(node.stage, node.rule, tuple(values.items()), outputs,
                              tuple(path.format(**values) for path in node.deps), node.family,
-                             _wildcard_values(outputs[0], rule_output), node.command.format(**values)))
+                             _wildcard_values(outputs[0], rule_output), node.command.format(**values),
+                             node.dvc_stage))
     return found
 
 

@@ -66,12 +66,13 @@ def published_rows(params: dict, names, table: str, section: str = "models") -> 
 
 def heldout_settings(params: dict, datasets: Sequence[Dataset], seed: int, train: dict | None = None):
     """The learning-curve sample of a training job: `train.curve_sample` rows of `datasets`
-    (held-out splits), decoded like the evaluation stage decodes (`evaluate:`)."""
+    (held-out splits), decoded with the evaluation's answer cap (`evaluate.max_answer_length`) in batches of
+    the training batch (so that no other evaluation setting is read by a training)."""
     from tprepro.evaluate.curves import HeldOut, heldout_sample
 
-    size = (train or params["train"])["curve_sample"]
-    return HeldOut(heldout_sample(datasets, size, seed), max_len=params["evaluate"]["max_answer_length"],
-                   batch_size=params["evaluate"]["batch_size"])
+    train = train or params["train"]
+    return HeldOut(heldout_sample(datasets, train["curve_sample"], seed),
+                   max_len=params["evaluate"]["max_answer_length"], batch_size=train["batch_size"])
 
 
 @dataclass(frozen=True)
@@ -289,22 +290,21 @@ def evaluate_trained(model_dir: Path, device: str, experiment, out: Path,
         run.finish()
 
 
-def role_sharpness_path(evaluation: Path) -> Path:
-    """Where write_role_sharpness puts a discrete-role model's sharpness: beside its evaluation CSV."""
-    return evaluation.with_suffix(".roles.json")
-
-
 def write_role_sharpness(model, vocab, rows: list[tuple[str, str]], batch_size: int, out: Path, run,
                          summary: dict) -> None:
-    """Discrete-role models only: the share of sharp role attentions (evaluate/roles.py) on `rows`,
-    written to `<out stem>.roles.json` beside the eval CSV and logged as `role_sharpness` and, per
-    sub-layer, `role_sharpness/enc0.self`, `role_sharpness/dec0.cross`, ..."""
+    """The share of sharp role attentions (evaluate/roles.py) on `rows` of a discrete-role model, written to
+    `<out stem>.roles.json` beside the eval CSV and logged as `role_sharpness` and, per sub-layer,
+    `role_sharpness/enc0.self`, `role_sharpness/dec0.cross`, ...; for another model the file says
+    `"role_sharpness": null` (every evaluation writes it, so that it is a declared output)."""
+    from tprepro.evaluate.files import role_sharpness_path
     from tprepro.evaluate.roles import has_discrete_roles, role_sharpness, sharpness_metrics
 
-    if not has_discrete_roles(model):
-        return
-    result = {"model": summary["model"], "seed": summary["seed"], **role_sharpness(model, vocab, rows, batch_size)}
     path = role_sharpness_path(out)
+    result = {"model": summary["model"], "seed": summary["seed"]}
+    if not has_discrete_roles(model):
+        atomic_write_text(path, json.dumps({**result, "role_sharpness": None}, indent=2, sort_keys=True) + "\n")
+        return
+    result.update(role_sharpness(model, vocab, rows, batch_size))
     atomic_write_text(path, json.dumps(result, indent=2, sort_keys=True) + "\n")
     print(f"role sharpness (max > {result['threshold']}): {result['role_sharpness']:.3f} "
           f"of {result['role_distributions']} distributions -> {path}")

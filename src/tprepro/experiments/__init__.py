@@ -46,9 +46,59 @@ class DvcStage:
     plots: tuple[dict, ...] = ()  # `dvc plots show` files with their chart (learning_curve, model_curves, ...)
 
     @property
-    def written(self) -> tuple[str, ...]:
-        """Every path it writes: outs, results, metrics and plots."""
+    def declared(self) -> tuple[str, ...]:
+        """The paths its entry names: outs, results, metrics and plots."""
         return (*self.outs, *self.results, *self.metrics, *(path for plot in self.plots for path in plot))
+
+    @property
+    def companions(self) -> tuple[str, ...]:
+        """The files written beside its Digested outputs: their digests (tprepro.io.record_digest) and the rest."""
+        return tuple(companion for path in self.declared for companion in _companions(path))
+
+    @property
+    def written(self) -> tuple[str, ...]:
+        """Every path it writes: outs, results, metrics and plots, each followed by its companions."""
+        return tuple(written for path in self.declared for written in (path, *_companions(path)))
+
+    @property
+    def keeps_outputs(self) -> bool:
+        """Whether a failed run keeps the outputs it found (DVC's `persist`): a stage without data or model outs,
+        whose outputs a user reads (tables, evaluations, figures). A data or model stage keeps DVC's run cache
+        instead; what its failed run finished stays in its resumable state (shards, checkpoints)."""
+        return not self.outs
+
+
+class Digested(str):
+    """An output path whose writer records its SHA-256 beside it (`<path>.sha256`, tprepro.io.record_digest) and
+    whose readers refuse it when the two differ: the digest is an output of the same stage, so DVC's restores
+    (`checkout`, `exp apply`, `pull`) bring it back with the file. `beside`: other files its writer puts next to
+    it, outputs of the stage too (an evaluation's role sharpness)."""
+
+    beside: tuple[str, ...]
+
+    def __new__(cls, path: str, beside: tuple[str, ...] = ()) -> "Digested":
+        digested = super().__new__(cls, path)
+        digested.beside = tuple(beside)
+        return digested
+
+
+def _companions(path: str) -> tuple[str, ...]:
+    """The files a stage writes beside output `path`: a Digested path's digest and `beside` files; else none."""
+    return (digest_of(path), *path.beside) if isinstance(path, Digested) else ()
+
+
+def role_sharpness_file(evaluation: str) -> str:
+    """The role-sharpness file an evaluate stage writes beside its evaluation CSV (tprepro.evaluate.files)."""
+    from tprepro.evaluate.files import role_sharpness_path
+
+    return str(role_sharpness_path(evaluation))
+
+
+def digest_of(path: str) -> str:
+    """The digest file of output `path` (tprepro.io.digest_path, as a DVC or Snakemake path)."""
+    from tprepro.io import DIGEST_SUFFIX
+
+    return f"{path}{DIGEST_SUFFIX}"
 
 
 class Reported(str):
@@ -304,6 +354,7 @@ def table_outputs(args: argparse.Namespace, *extra: str) -> dict[str, "Path"]:
 def mlflow_experiment(params: dict, name: str):
     """Experiment `name`'s MLflow experiment: `<mlflow.prefix>-<name>` (dashes), described by its title
     in plain text (the UI shows an experiment's description as written, Markdown marks included)."""
+    from tprepro.params.reads import for_the_record
     from tprepro.tracking.store import Experiment as Tracked
 
     experiment = experiments()[name]
@@ -312,7 +363,7 @@ def mlflow_experiment(params: dict, name: str):
                    f"<experiment>-<run>), children of one pipeline run per invocation; the tables run "
                    f"holds the tables and figures under Artifacts > results and their numbers as "
                    f"table.<model>.<column> metrics (over seeds). Made by tprepro.")
-    settings = params["mlflow"]
+    settings = for_the_record(params["mlflow"])  # where the runs are recorded, not what a stage writes
     return Tracked(f"{settings['prefix']}-{name.replace('_', '-')}", description, settings["log_models"])
 
 

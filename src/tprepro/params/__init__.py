@@ -291,7 +291,11 @@ def load_params(path: str | Path = DEFAULT_PARAMS, models: bool = True) -> dict:
     A file with `extends: BASE` is BASE (a path relative to the file) with the file's sections
     deep-merged over it (workflow/configs/rehearsal.yaml: paper.yaml at small sizes).
     """
-    return copy.deepcopy(_validated(str(path), tuple(_file_chain(Path(path))), models))
+    from tprepro.params.reads import recorded, validating
+
+    with validating():
+        valid = _validated(str(path), tuple(_file_chain(Path(path))), models)
+    return recorded(copy.deepcopy(valid))
 
 
 def _file_chain(path: Path, seen: tuple[Path, ...] = ()) -> list[tuple[str, bytes]]:

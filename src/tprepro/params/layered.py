@@ -34,13 +34,48 @@ class Layered:
         return tuple(f"{self.base}.{key}" for key in keys if key not in own)
 
     def params_keys(self) -> tuple[str, ...]:
-        """The override sections, then the shared keys read (see shared_keys)."""
-        return (*self.over, *self.shared_keys())
+        """The override sections, then the shared keys read (see shared_keys). With `keys`, an override section
+        is named by those of its keys its schema requires, and whole if it may lack one (DVC refuses a params
+        key missing from the file); `read_under` says which keys of it are read."""
+        over = []
+        for section in self.over:
+            required = set(schema_at(section).get("required", ())) if "{" not in section else set()
+            if self.keys is not None and set(self.keys) <= required:
+                over += [f"{section}.{key}" for key in self.keys]
+            else:
+                over.append(section)
+        return (*over, *self.shared_keys())
+
+    def read_under(self, key: str) -> tuple[str, ...] | None:
+        """The keys read under params key `key` (one of params_keys), or None if all of them are."""
+        return self.keys if key in self.over else None
+
+    def values(self, params: dict, **names: str) -> dict:
+        """Its `keys` of the merged section (see merged), reading only those keys of each section: what a stage
+        declaring this Layered entry (with its keys) reads."""
+        if self.keys is None:
+            raise TpreproError(f"Layered({self.base!r}).values: name the keys read (keys=...)")
+        return {key: self.value(params, key, **names) for key in self.keys}
+
+    def value(self, params: dict, key: str, **names: str):
+        """One key of the merged section (see merged), reading only that key of each section."""
+        for section in reversed(self.over):
+            try:
+                section = section.format(**names)
+            except KeyError:
+                continue
+            found = setting(params, section)
+            if key in found:
+                return found[key]
+        return setting(params, self.base)[key]
 
     def merged(self, params: dict, **names: str) -> dict:
         """`base` with each override section on top, in order; one with a `{wildcard}` that `names` does not
-        give is left out (n2f.{task}.train without a task)."""
-        merged = setting(params, self.base)
+        give is left out (n2f.{task}.train without a task). Of `base`, only the shared keys are read: the first
+        override sets the others."""
+        base = setting(params, self.base)
+        names_read = [key.rpartition(".")[2] for key in self.shared_keys()]
+        merged = {name: base[name] for name in names_read if name in base}
         for key in self.over:
             try:
                 key = key.format(**names)

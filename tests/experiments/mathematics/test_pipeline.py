@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from helpers import REPO, copy_project, experiment_name, write_params
-from pipeline_kit import check_results, dvc, micro_params, planned_jobs, run, snakemake, undeclared_code
+from pipeline_kit import check_results, dvc, micro_params, planned_jobs, run, snakemake
 from tprepro.evaluate.answering import answer
 
 pytestmark = pytest.mark.slow
@@ -133,11 +133,9 @@ def project(tmp_path):
 
 def test_snakemake_pipeline_end_to_end(project, generate_python):
     root, params = project
-    imports = root.parent / "imports.jsonl"  # each command's project modules (tprepro.cli.IMPORTS_LOG)
-    snakemake(root, generate_python, TPREPRO_IMPORTS_LOG=str(imports))
+    snakemake(root, generate_python)  # what each stage runs and reads: tests/workflow/test_reruns.py
     check_results(root, params)
     check_mlflow(root, params)
-    assert undeclared_code(imports) == {}  # each stage's Stage.code covers what it imported
 
     assert "Nothing to be done" in snakemake(root, generate_python, "-n")
 
@@ -159,8 +157,6 @@ def test_snakemake_pipeline_end_to_end(project, generate_python):
     assert "results/metrics.json" in shown and "mathematics.interpolation_acc.tp_transformer" in shown, shown
     one = dvc(root, generate_python, "metrics", "show", "results/metrics.json")  # one experiment: one short line
     assert len(one.splitlines()) == 2 and max(map(len, one.splitlines())) <= 200, one
-
-    check_reruns_follow_content(root, generate_python)
 
     # a setting reruns only the stages that read it: one key of each experiment (issue 45)
     for experiment, override in EACH_EXPERIMENTS_KEY.items():
@@ -191,29 +187,6 @@ def test_snakemake_pipeline_end_to_end(project, generate_python):
     ignored = subprocess.run(["git", "status", "--ignored", "--porcelain"], cwd=root, capture_output=True,
                              text=True, check=True).stdout
     assert [line for line in ignored.splitlines() if line.startswith("!!")] == []
-
-
-def check_reruns_follow_content(root, generate_python) -> None:
-    """Snakemake reruns what DVC reruns (issue 46, gap 6; before: 5, 11 and 20 jobs re-planned): outputs DVC
-    restores from its cache, a stage rerun by hand with the same result and a copy of the project without
-    timestamps plan nothing; a changed output still reruns what reads it. `root`: a finished run DVC recorded."""
-    shutil.rmtree(root / "data/mathematics/train-easy/arithmetic__add_or_sub")
-    (root / "data/vocab.json").unlink()
-    dvc(root, generate_python, "checkout")
-    assert "Nothing to be done" in snakemake(root, generate_python, "-n")
-
-    run(shlex.split("tprepro data --split train-hard --module numbers__place_value "
-                    "--out data/mathematics/train-hard/numbers__place_value"), root, generate_python)
-    assert "Nothing to be done" in snakemake(root, generate_python, "-n")
-    assert "up to date" in dvc(root, generate_python, "status").lower()
-
-    copied = root.parent / "copied"
-    subprocess.run(["cp", "-r", str(root), str(copied)], check=True)  # new times on every file
-    assert "Nothing to be done" in snakemake(copied, generate_python, "-n")
-    vocab = copied / "data/vocab.json"
-    vocab.write_bytes(vocab.read_bytes() + b"\n")  # other bytes, the same vocabulary
-    assert {"train", "evaluate", "tables"} <= planned_jobs(snakemake(copied, generate_python, "-n")).keys()
-    shutil.rmtree(copied)
 
 
 def test_dvc_pipeline_end_to_end(project, generate_python):

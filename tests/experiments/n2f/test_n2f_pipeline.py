@@ -12,7 +12,8 @@ import pytest
 
 from helpers import (copy_project, load_default_params, micro_n2f, micro_two_variable, tool_env,
                      write_params, experiment_name)
-from pipeline_kit import undeclared_code
+from pipeline_kit import misdeclared_params, undeclared_code
+from tprepro.params import load_params
 
 pytestmark = pytest.mark.slow
 TASKS = ("mathqa", "algolisp")
@@ -86,11 +87,12 @@ def test_n2f_pipeline_through_snakemake(tmp_path, generate_python):
     root = tmp_path / "repo"
     params = n2f_project(root)
     targets = [f"results/tables/{task}.md" for task in TASKS]
-    imports = tmp_path / "imports.jsonl"  # each command's project modules (tprepro.cli.IMPORTS_LOG)
-    run(root, "snakemake", "--cores", "2", *targets, TPREPRO_IMPORTS_LOG=str(imports))
+    audit = tmp_path / "audit.jsonl"  # what each command ran and read (tprepro.audit)
+    run(root, "snakemake", "--cores", "2", *targets, TPREPRO_AUDIT_LOG=str(audit))
     check_tables(root, params)
     check_mlflow(root, params)
-    assert undeclared_code(imports) == {}  # each stage's Stage.code covers what it imported
+    assert undeclared_code(audit) == {}  # each stage's Stage.code covers the code it ran
+    assert misdeclared_params(audit, load_params(root / "params.yaml")) == {}  # its params, the keys it read
     assert "Nothing to be done" in run(root, "snakemake", "--cores", "2", "-n", *targets)
     # the shared train.steps is not N2F's (n2f.train sets its own); n2f.train.steps reruns N2F alone (issue 45)
     assert "Nothing to be done" in run(root, "snakemake", "--cores", "2", "-n", *targets,

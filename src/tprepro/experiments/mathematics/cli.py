@@ -10,9 +10,9 @@ from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE, SP
 from tprepro.experiments.mathematics.settings import (check_mathematics, data_work, evaluate_work, train_work,
                                                       vocab_work)
 from tprepro.experiments import (PIPELINE, COMMON, EVALUATION, INTERPRETING, MODEL_CODE, PUBLISHING, SHARED_OPTIONS, TRAINING,
-                                 DvcStage, Experiment, Option, Reported, Stage, accuracy_bars, learning_curve,
+                                 Digested, DvcStage, Experiment, Option, Reported, Stage, accuracy_bars, learning_curve,
                                  model_bars, model_curves, options, plot_data,
-                                 table_arguments, table_files, table_outputs, train_arguments, trained)
+                                 role_sharpness_file, table_arguments, table_files, table_outputs, train_arguments, trained)
 
 
 def _dirs(paths: list[str]) -> list[Path]:
@@ -107,6 +107,7 @@ RUNS = {"model": "${grid.models}", "seed": "${grid.seeds}"}
 RUN = "${item.model}-s${item.seed}"
 MODELS, CHECKPOINTS, EVALS = "mathematics/models", "mathematics/checkpoints", "mathematics/eval"
 MODEL = f"{MODELS}/{RUN}"
+EVALUATED = Digested(f"{EVALS}/{RUN}.csv", beside=(role_sharpness_file(f"{EVALS}/{RUN}.csv"),))
 DATA = "data/mathematics"
 TRAIN_DIRS = tuple(f"{DATA}/{split}" for split in TRAIN_SPLITS)
 HELDOUT = f"{DATA}/{INTERPOLATE}"
@@ -120,7 +121,7 @@ def split_index(split: str) -> str:
 
 TRAIN_INDEXES = tuple(map(split_index, TRAIN_SPLITS))
 HELDOUT_INDEX, EXTRAPOLATION_INDEX = split_index(INTERPOLATE), split_index(EXTRAPOLATE)
-VOCAB = "data/vocab.json"
+VOCAB = Digested("data/vocab.json")
 TABLE = "results/tables/table1"
 METRICS = "results/metrics.json"
 BARS_PLOT, CURVES_PLOT = "results/plots/mathematics.csv", "results/plots/mathematics_curves.csv"
@@ -178,7 +179,7 @@ EXPERIMENT = Experiment(
                               heldout=SHARED_OPTIONS["heldout"].at(HELDOUT)),
               _train, processes=_train_processes,
               code=(*TRAINING, "experiments/mathematics/stages.py", "experiments/mathematics/modules.py"),
-              params=("models.{model}", "train", "evaluate", "grid.modules"),
+              params=("models.{model}", "train", "evaluate.max_answer_length", "grid.modules"),
               family="train", work=train_work,
               dvc=(DvcStage("tprepro train --model ${item.model} --seed ${item.seed} "
                             f"--out {MODEL} --checkpoints {CHECKPOINTS}/{RUN}",
@@ -192,19 +193,20 @@ EXPERIMENT = Experiment(
                       out="per-module CSV"),
               _evaluate,
               code=(*EVALUATION, "experiments/mathematics/stages.py", "experiments/mathematics/modules.py"),
-              params=("evaluate", "grid.modules", "grid.extrapolation_modules"),
+              params=("evaluate", "grid.modules", "grid.extrapolation_modules", "train.device"),
               family="evaluate", work=evaluate_work,
               dvc=(DvcStage(f"tprepro evaluate --model-dir {MODEL} --out {EVALS}/{RUN}.csv",
                             matrix=RUNS,
                             deps=(*trained(MODEL), HELDOUT_INDEX, EXTRAPOLATION_INDEX, *TRAIN_INDEXES),
-                            plots=(accuracy_bars(f"{EVALS}/{RUN}.csv", per="module", experiment=TITLE),)),)),
+                            plots=(accuracy_bars(EVALUATED, per="module", experiment=TITLE),)),)),
         Stage("tables", "assemble Table 1, the per-module table and figure",
               table_arguments(located={"models_dir": MODELS, "eval_dir": EVALS}, **FIGURES,
                               plot=plot_data(BARS_PLOT, "accuracy per model, module and split"),
                               curve_plot=plot_data(CURVES_PLOT, "every run's learning curve")), _tables,
               code=(*PUBLISHING, *MODEL_CODE, "experiments/mathematics/stages.py",
                     "experiments/mathematics/figures.py"),
-              params=("report", "grid", "train.steps", "train.batch_size", "data.test_per_module"),
+              params=("report", "grid.modules", "grid.extrapolation_modules", "grid.models", "grid.seeds", "models",
+                      "train.steps", "train.batch_size", "data.source", "data.test_per_module", "evaluate.train_sample"),
               family="tables",
               dvc=(DvcStage(f"tprepro tables --table {TABLE} "
                             f"--metrics {METRICS} --modules-csv results/tables/mathematics_modules.csv "
@@ -240,7 +242,7 @@ EXPERIMENT = Experiment(
                       md="the MSE table (markdown)", figure="the MSE bar chart (PNG)"),
               _reconstruction,
               code=(*INTERPRETING, *PUBLISHING, "experiments/mathematics/interpret.py"),
-              params=("grid",),
+              params=("grid.models", "grid.seeds"),
               family="tables",
               dvc=(DvcStage(f"tprepro interpret-reconstruction --csv {RECONSTRUCTION}.csv --md {RECONSTRUCTION}.md "
                             f"--figure {RECONSTRUCTION}.png",

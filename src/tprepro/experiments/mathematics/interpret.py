@@ -16,6 +16,7 @@ from tprepro.interpret.outputs import (TINY_NOTE, load_for_analysis, log_outputs
 from tprepro.interpret.sampling import pairs, sample_rows
 from tprepro.io import atomic_directory, atomic_write_text
 from tprepro.params import load_params
+from tprepro.params.reads import peek
 from tprepro.pipeline import read_train_metrics, training_run
 
 RECONSTRUCTION_FILE = "head_reconstruction.json"
@@ -31,9 +32,9 @@ def mathematics_stage(params_path: str, model_dir: Path, interpolate_dir: Path, 
     params = load_params(params_path)
     settings = params["interpret"]
     module, seed = settings["module"], settings["seed"]
-    if module not in params["grid"]["modules"]:
-        raise TpreproError(f"{params_path}: interpret.module: {module!r} is not in grid.modules "
-                           f"({', '.join(params['grid']['modules'])})")
+    modules = peek(params, "grid", "modules")  # a guard: the module sampled must be one the grid generates
+    if module not in modules:
+        raise TpreproError(f"{params_path}: interpret.module: {module!r} is not in grid.modules ({', '.join(modules)})")
     dataset = open_dataset(interpolate_dir / module)
     model, vocab, summary = load_for_analysis(model_dir)
     name = f"{summary['model']}-s{summary['seed']}"

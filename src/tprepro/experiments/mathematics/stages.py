@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from tprepro.params import TrainConfig, load_params
+from tprepro.params.reads import for_the_record, peek
 from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE
 from tprepro.data.shards import Dataset, open_dataset
 from tprepro.experiments import mlflow_experiment
@@ -37,13 +38,13 @@ def train_stage(params_path: str, name: str, seed: int, train_dirs: Sequence[Pat
                 out: Path, checkpoints: Path, heldout_dir: Path) -> dict:
     """Train one (model, seed); the learning curve scores a sample of `heldout_dir` (the interpolate split)."""
     params = load_params(params_path)
-    require_model(params_path, params["models"], name, "models")
+    require_model(params_path, peek(params, "models"), name, "models")
     modules = params["grid"]["modules"]
     datasets = {f"{split}/{module}": ds for split, module, ds in module_datasets(train_dirs, modules)}
     heldout = heldout_settings(params, [ds for _, _, ds in module_datasets([heldout_dir], modules)], seed)
     return train_model(TrainingRun(name, seed, model_config(params, name), TrainConfig.from_params(params), datasets,
                                    vocab_path, out, checkpoints, mlflow_experiment(params, "mathematics"),
-                                   data_settings=params["data"], heldout=heldout))
+                                   data_settings=for_the_record(params["data"]), heldout=heldout))
 
 
 def evaluate_stage(params_path: str, model_dir: Path, interpolate_dir: Path, extrapolate_dir: Path,

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 from tprepro.data.codecs import CodecKind
-from tprepro.experiments.n2f.settings import TRAIN_SETTINGS, check_n2f, data_work, evaluate_work, train_work
-from tprepro.experiments import (PIPELINE, COMMON, EVALUATION, INTERPRETING, MODEL_CODE, PUBLISHING, TRAINING, DvcStage,
+from tprepro.experiments.n2f.settings import TRAIN_BUDGET, TRAIN_DEVICE, TRAIN_SETTINGS, check_n2f, data_work, evaluate_work, train_work
+from tprepro.experiments import (PIPELINE, COMMON, EVALUATION, INTERPRETING, MODEL_CODE, PUBLISHING, TRAINING, Digested, DvcStage,
                                  Experiment, Option, Reported, Stage, model_bars, options, table_arguments, table_files,
                                  table_outputs, test_arguments, train_arguments, trained)
 from tprepro.experiments.n2f import TASKS
@@ -88,7 +87,7 @@ EXPERIMENT = Experiment(
               params=("n2f.{task}.data", "vocab"),
               family="data", work=data_work,
               dvc=(DvcStage(f"tprepro n2f-data --task ${{item.task}} --out {DATA}", matrix=EACH_TASK,
-                            outs=(f"{DATA}/train", f"{DATA}/test", f"{DATA}/vocab.json")),)),
+                            outs=(f"{DATA}/train", f"{DATA}/test", Digested(f"{DATA}/vocab.json"))),)),
         Stage("n2f-quality", "how often the gold programs succeed, per split",
               options(task=TASK, data="the task's data directory (train/ and test/)", out="JSON report"),
               _quality,
@@ -110,16 +109,16 @@ EXPERIMENT = Experiment(
         Stage("n2f-evaluate", "greedy programs on the test split, scored the task's way",
               test_arguments("per-metric CSV", task=TASK), _evaluate,
               code=(*EVALUATION, "experiments/n2f"),
-              params=("n2f.evaluate", "n2f.{task}.evaluate", "n2f.{task}.data"),
+              params=("n2f.evaluate", "n2f.{task}.evaluate", "n2f.{task}.data", TRAIN_DEVICE),
               family="evaluate", work=evaluate_work,
               dvc=(DvcStage(f"tprepro n2f-evaluate --task ${{item.task}} --model-dir {MODELS}/{RUN} "
                             f"--test {DATA}/test --out {EVALS}/{RUN}.csv",
                             matrix=RUNS,
-                            deps=(*trained(f"{MODELS}/{RUN}"), f"{DATA}/test"), results=(f"{EVALS}/{RUN}.csv",)),)),
+                            deps=(*trained(f"{MODELS}/{RUN}"), f"{DATA}/test"), results=(Digested(f"{EVALS}/{RUN}.csv"),)),)),
         Stage("n2f-tables", "the task's table (MathQA: Table 1, AlgoLisp: Table 2)",
               table_arguments(task=TASK, plot="each measure per model and split, the DVC plot's data (CSV)"),
               _tables, code=(*PUBLISHING, *MODEL_CODE, *TASK_CODE),
-              params=("n2f.seeds", replace(TRAIN_SETTINGS, keys=("steps", "batch_size")), "n2f.models"),
+              params=("n2f.seeds", TRAIN_BUDGET, "n2f.models", "n2f.{task}.models", "n2f.{task}.data"),
               family="tables",
               dvc=(DvcStage(f"tprepro n2f-tables --task ${{item.task}} --eval-dir {EVALS} --models-dir {MODELS} "
                             f"--table {TABLE} "
@@ -132,7 +131,7 @@ EXPERIMENT = Experiment(
         Stage("interpret-n2f", "cluster the TP-N2F decoder's relation unbinding vectors",
               options("model_dir", "test", "out", task=TASK), _interpret,
               code=(*INTERPRETING, *TASK_CODE),
-              params=("interpret.seed", "n2f.interpret.unbinding"),
+              params=("interpret.seed", "n2f.interpret.unbinding", "n2f.evaluate.batch_size"),
               family="tables",
               dvc=(DvcStage(f"tprepro interpret-n2f --task ${{item.task}} --model-dir {MODELS}/{UNBOUND} "
                             f"--test {DATA}/test --out n2f/interpret/${{item.task}}",

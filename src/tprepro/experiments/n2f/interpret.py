@@ -12,6 +12,7 @@ from tprepro.interpret.outputs import TINY_NOTE, load_for_analysis, log_outputs,
 from tprepro.interpret.sampling import pairs, sample_rows
 from tprepro.io import atomic_directory, atomic_write_text
 from tprepro.params import load_params
+from tprepro.params.reads import peek
 
 
 def n2f_stage(params_path: str, task: str, model_dir: Path, test_dir: Path, out: Path) -> None:
@@ -21,7 +22,7 @@ def n2f_stage(params_path: str, task: str, model_dir: Path, test_dir: Path, out:
 
     params = load_params(params_path)
     setting, seed = params["n2f"]["interpret"]["unbinding"], params["interpret"]["seed"]
-    if task not in params["n2f"]["tasks"]:
+    if task not in peek(params, "n2f", "tasks"):
         raise TpreproError(f"{params_path}: n2f.tasks: {task!r} is not listed")
     model, vocab, summary = load_for_analysis(model_dir)
     if not unbinding.has_unbinding(model):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tprepro.errors import TpreproError
 from tprepro.experiments.n2f import TASKS
 from tprepro.params import check_train_settings
@@ -10,6 +12,8 @@ from tprepro.work import Work, preset_of, training
 
 
 TRAIN_SETTINGS = Layered("train", ("n2f.train", "n2f.{task}.train"))  # n2f.train's schema requires the keys whose shared values go unread
+TRAIN_DEVICE = replace(TRAIN_SETTINGS, keys=("device",))  # what an evaluation reads of them
+TRAIN_BUDGET = replace(TRAIN_SETTINGS, keys=("steps", "batch_size"))  # what a table reads of them
 
 
 def n2f_train(params: dict, task: str | None = None) -> dict:

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Mapping
 
 from tprepro.params import TrainConfig, load_params
-from tprepro.experiments.n2f.settings import n2f_train
+from tprepro.params.reads import for_the_record, peek
+from tprepro.experiments.n2f.settings import TRAIN_BUDGET, TRAIN_DEVICE, n2f_train
 from tprepro.data.shards import open_dataset, write_dataset
 from tprepro.errors import TpreproError
 from tprepro.experiments import mlflow_experiment
@@ -27,7 +28,7 @@ VOCAB_FILE = "vocab.json"
 
 
 def _task_settings(params: dict, task: str, params_path: str) -> dict:
-    if task not in params["n2f"]["tasks"]:
+    if task not in peek(params, "n2f", "tasks"):
         raise TpreproError(f"{params_path}: n2f.tasks: {task!r} is not listed")
     return params["n2f"][task]
 
@@ -83,7 +84,7 @@ def train_stage(params_path: str, task: str, name: str, seed: int, train_dir: Pa
     params = load_params(params_path)
     section = params["n2f"]
     settings = _task_settings(params, task, params_path)
-    require_model(params_path, section["models"], name, "n2f.models")
+    require_model(params_path, peek(section, "models"), name, "n2f.models")
     spec = get_task(task)
     model = model_config(params, name, f"n2f.{task}.models")
     if model.family.tuple_arity != spec.arity:
@@ -92,7 +93,7 @@ def train_stage(params_path: str, task: str, name: str, seed: int, train_dir: Pa
     config = TrainConfig.from_params({"train": n2f_train(params, task)})
     train = open_dataset(train_dir, schema=spec.schema)
     return train_model(TrainingRun(name, seed, model, config, {"train": train}, vocab_path,
-                                   out, checkpoints, mlflow_experiment(params, "n2f"), data_settings=settings["data"],
+                                   out, checkpoints, mlflow_experiment(params, "n2f"), data_settings=for_the_record(settings["data"]),
                                    run_prefix=f"{task}/", codec=TupleVocab.load(vocab_path)))
 
 
@@ -150,7 +151,7 @@ def evaluate_stage(params_path: str, task: str, model_dir: Path, test_dir: Path,
                                        evaluation["max_tuples"])
         return spec.score(rows, predictions, settings, spec.split_label(settings["data"], "test"))
 
-    evaluate_trained(model_dir, n2f_train(params, task)["device"], mlflow_experiment(params, "n2f"), out,
+    evaluate_trained(model_dir, TRAIN_DEVICE.values(params, task=task)["device"], mlflow_experiment(params, "n2f"), out,
                      score_programs, str)  # a metric per N2F measure
 
 
@@ -167,7 +168,7 @@ def tables_stage(params_path: str, task: str, eval_dir: Path, models_dir: Path, 
     runs = {f"{name}-s{seed}": (name, seed) for name in names for seed in params["n2f"]["seeds"]}
     evals = read_eval([eval_dir / f"{run}.csv" for run in runs])
     table = spec.table(evals, training_summaries(models_dir, runs), names, settings["data"])
-    train = n2f_train(params, task)
+    train = TRAIN_BUDGET.values(params, task=task)
     budget = f"{train['steps']} steps of batch {train['batch_size']}"
     markdown = spec.markdown(table, settings["data"], published_rows(params, names, task, f"n2f.{task}.models"),
                              budget)

@@ -6,10 +6,10 @@ from pathlib import Path
 
 from tprepro.data.codecs import CodecKind
 from tprepro.experiments.summarization import DOCUMENTS_SUFFIX
-from tprepro.experiments.summarization.settings import (TRAIN_SETTINGS, check_summarization, data_work,
+from tprepro.experiments.summarization.settings import (TRAIN_DEVICE, TRAIN_SETTINGS, check_summarization, data_work,
                                                         evaluate_work, train_work)
-from tprepro.experiments import (PIPELINE, COMMON, EVALUATION, PUBLISHING, TRAINING, DvcStage, Experiment, Option, Stage,
-                                 model_bars, options, plot_data, table_arguments, table_files, table_outputs, trained)
+from tprepro.experiments import (PIPELINE, COMMON, EVALUATION, PUBLISHING, TRAINING, Digested, DvcStage, Experiment, Option, Stage,
+                                 model_bars, options, plot_data, role_sharpness_file, table_arguments, table_files, table_outputs, trained)
 
 
 def _corpus(args) -> None:
@@ -59,8 +59,8 @@ CORPUS = "data/summarization/corpus"
 DATA = "data/summarization/${item.dataset}"
 MODEL = f"summarization/models/{RUN}"
 CHECKPOINTS = f"summarization/checkpoints/{RUN}"
-SCORES = f"summarization/eval/{RUN}.csv"
-DOCUMENTS = f"summarization/eval/{RUN}{DOCUMENTS_SUFFIX}"
+SCORES = Digested(f"summarization/eval/{RUN}.csv", beside=(role_sharpness_file(f"summarization/eval/{RUN}.csv"),))
+DOCUMENTS = Digested(f"summarization/eval/{RUN}{DOCUMENTS_SUFFIX}")
 TABLE = "results/tables/summarization"
 METRICS = "results/summarization_metrics.json"
 BARS_PLOT = "results/plots/summarization.csv"
@@ -79,7 +79,9 @@ EXPERIMENT = Experiment(
               options(dataset=DATASET, corpus="the CI corpus directory (used when the path is null)",
                       out="directory for train/, validation/, test/ and spm.model"),
               _data, code=(*COMMON, *DATA_CODE),
-              params=("summarization.datasets.{dataset}", "summarization.corpus", "summarization.data"),
+              params=("summarization.datasets.{dataset}", "summarization.corpus.validation_fraction",
+                      "summarization.corpus.test_fraction", "summarization.data.rows_per_shard", "summarization.data.seed",
+                      "summarization.data.vocab_size"),
               family="data", work=data_work,
               dvc=(DvcStage(f"tprepro summarization-data --dataset ${{key}} --corpus {CORPUS} "
                             "--out data/summarization/${key}",
@@ -91,7 +93,8 @@ EXPERIMENT = Experiment(
                       out="directory for model.pt and train_metrics.json"),
               _train, code=(*TRAINING, f"{S}/__init__.py", f"{S}/tokenizer.py", f"{S}/decoding.py", f"{S}/settings.py",
                             f"{S}/stages.py"),
-              params=("summarization.models.{model}", TRAIN_SETTINGS, "summarization.data"),
+              params=("summarization.models.{model}", TRAIN_SETTINGS, "summarization.data.max_source_tokens",
+                      "summarization.data.max_target_tokens"),
               family="train", work=train_work,
               dvc=(DvcStage("tprepro summarization-train --dataset ${item.dataset} --model ${item.model} "
                             f"--seed ${{item.seed}} --data {DATA} --out {MODEL} --checkpoints {CHECKPOINTS}",
@@ -104,7 +107,7 @@ EXPERIMENT = Experiment(
                           "<out stem>.roles.json"),
               _evaluate, code=(*EVALUATION, f"{S}/__init__.py", f"{S}/tokenizer.py", f"{S}/decoding.py",
                                f"{S}/scoring.py", f"{S}/table.py", f"{S}/settings.py", f"{S}/stages.py"),
-              params=("summarization.evaluate",),
+              params=("summarization.evaluate", TRAIN_DEVICE),
               family="evaluate", work=evaluate_work,
               dvc=(DvcStage("tprepro summarization-evaluate --dataset ${item.dataset} "
                             f"--model-dir {MODEL} --data {DATA} --out {SCORES}",
@@ -113,7 +116,7 @@ EXPERIMENT = Experiment(
         Stage("summarization-tables", "the summarization table and report",
               table_arguments(models=False, evals=f"the evaluations: <dataset>/<run>.csv, <run>{DOCUMENTS_SUFFIX}",
                               plot=plot_data(BARS_PLOT, "ROUGE F1 per model, ROUGE type and dataset")),
-              _tables, code=(*PUBLISHING, f"{S}/__init__.py", f"{S}/scoring.py", f"{S}/table.py", f"{S}/stages.py"),
+              _tables, code=(*PUBLISHING, "evaluate/files.py", f"{S}/__init__.py", f"{S}/scoring.py", f"{S}/table.py", f"{S}/stages.py"),
               params=("summarization.models", "summarization.datasets", "summarization.seeds",
                       "summarization.report"),
               family="tables",

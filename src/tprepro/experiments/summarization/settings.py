@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pathlib import Path
 
 from tprepro.errors import TpreproError
@@ -15,6 +17,8 @@ CORPUS_PATHS = {"huggingface": "{dataset}", "stories": "cnndm_stories", "wikihow
 
 
 TRAIN_SETTINGS = Layered("train", ("summarization.train",))  # its schema requires the keys whose shared values go unread
+TRAIN_DEVICE = replace(TRAIN_SETTINGS, keys=("device",))  # what an evaluation reads of them
+TRAIN_BUDGET = replace(TRAIN_SETTINGS, keys=("steps", "batch_size"))  # what a table reads of them
 
 
 def summarization_train(params: dict) -> dict:

@@ -14,14 +14,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
 from tprepro.params import TrainConfig, load_params
+from tprepro.params.reads import for_the_record, peek
 from tprepro.data.shards import iter_rows, open_dataset
 from tprepro.errors import TpreproError
+from tprepro.evaluate.files import role_sharpness_path
 from tprepro.experiments import mlflow_experiment
 from tprepro.io import atomic_directory
 from tprepro.pipeline import (MODEL_FILE, TrainingRun, evaluate_trained, model_config, publish_table,
-                              require_model, role_sharpness_path, train_model, write_role_sharpness)
+                              require_model, train_model, write_role_sharpness)
 from tprepro.experiments.summarization import SCHEMA, SPLITS, TEST, TRAIN, documents_path
-from tprepro.experiments.summarization.settings import release_path, summarization_train
+from tprepro.experiments.summarization.settings import TRAIN_DEVICE, release_path, summarization_train
 
 if TYPE_CHECKING:
     from tprepro.experiments.summarization.table import RunEvaluation
@@ -88,12 +90,12 @@ def train_stage(params_path: str, dataset: str, name: str, seed: int, data_dir: 
     params = load_params(params_path)
     section = params["summarization"]
     _dataset_settings(params, dataset, params_path)
-    require_model(params_path, section["models"], name, MODELS)
+    require_model(params_path, peek(section, "models"), name, MODELS)
     config = TrainConfig.from_params({"train": summarization_train(params)})
     return train_model(TrainingRun(name, seed, model_config(params, name, MODELS), config,
                                    {"train": open_dataset(data_dir / TRAIN, schema=SCHEMA)}, data_dir / SUBWORD_MODEL,
                                    out, checkpoints, mlflow_experiment(params, "summarization"),
-                                   data_settings={**section["data"], "dataset": dataset},
+                                   data_settings={**for_the_record(section["data"]), "dataset": dataset},
                                    run_prefix=f"{dataset}/", codec=load_codec(params, data_dir)))
 
 
@@ -150,7 +152,7 @@ def evaluate_stage(params_path: str, dataset: str, model_dir: Path, data_dir: Pa
         write_role_sharpness(model, codec, [(r["document"], r["summary"]) for r in rows], settings["batch_size"],
                              out, run, summary)
 
-    evaluate_trained(model_dir, summarization_train(params)["device"], mlflow_experiment(params, "summarization"),
+    evaluate_trained(model_dir, TRAIN_DEVICE.values(params)["device"], mlflow_experiment(params, "summarization"),
                      out, score, extra=documents_and_roles,
                      metrics=lambda results: {f"{dataset}.{r['module']}": 100 * r["accuracy"] for r in results})
 
@@ -171,8 +173,8 @@ def read_run_evaluation(evaluation: Path, model: str, dataset: str, seed: int) -
     roles_path = role_sharpness_path(evaluation)
     try:
         sharpness = json.loads(roles_path.read_text(encoding="utf-8"))["role_sharpness"]
-    except FileNotFoundError:
-        sharpness = None
+    except FileNotFoundError as exc:
+        raise TpreproError(f"{roles_path}: missing (every evaluation writes it): rerun the evaluation") from exc
     except (json.JSONDecodeError, KeyError) as exc:
         raise TpreproError(f"{roles_path}: not a role-sharpness file ({exc})") from exc
     return RunEvaluation(model, dataset, seed, documents, sharpness)

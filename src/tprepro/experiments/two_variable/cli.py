@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
-from tprepro.experiments.two_variable.settings import (TRAIN_SETTINGS, check_two_variable, data_work, evaluate_work,
+from tprepro.experiments.two_variable.settings import (TRAIN_BUDGET, TRAIN_DEVICE, TRAIN_SETTINGS, check_two_variable, data_work, evaluate_work,
                                                        train_work)
 from tprepro.experiments import (PIPELINE, COMMON, EVALUATION, INTERPRETING, MODEL_CODE, PUBLISHING, SHARED_OPTIONS, TRAINING,
-                                 DvcStage, Experiment, Reported, Stage, accuracy_bars, learning_curve, model_bars,
+                                 Digested, DvcStage, Experiment, Reported, Stage, accuracy_bars, learning_curve, model_bars,
                                  model_curves, options, plot_data,
                                  table_arguments, table_files, table_outputs, test_arguments, train_arguments,
                                  trained)
@@ -52,7 +51,7 @@ MODELS = "two_variable/models"
 MODEL = f"{MODELS}/{RUN}"
 DATA = "data/two_variable"
 # The data stage writes these; the commands read them by default, so they name only what varies by job.
-TRAIN, TEST, VOCAB = f"{DATA}/train", f"{DATA}/test", f"{DATA}/vocab.json"
+TRAIN, TEST, VOCAB = f"{DATA}/train", f"{DATA}/test", Digested(f"{DATA}/vocab.json")
 EVALS, INTERPRETED = "two_variable/eval", "two_variable/interpret"
 TABLE = "results/tables/two_variable_types"
 METRICS = "results/two_variable_metrics.json"
@@ -75,8 +74,8 @@ EXPERIMENT = Experiment(
               train_arguments("two_variable.models", "two_variable.seeds", train=SHARED_OPTIONS["train"].at(TRAIN),
                               vocab=SHARED_OPTIONS["vocab"].at(VOCAB), heldout=SHARED_OPTIONS["heldout"].at(TEST)),
               _train,
-              code=(*TRAINING, "experiments/two_variable/stages.py"),
-              params=("two_variable.models.{model}", TRAIN_SETTINGS, "evaluate"),
+              code=(*TRAINING, "experiments/two_variable/stages.py", "experiments/two_variable/settings.py"),
+              params=("two_variable.models.{model}", TRAIN_SETTINGS, "evaluate.max_answer_length"),
               family="train", work=train_work,
               dvc=(DvcStage("tprepro two-variable-train --model ${item.model} --seed ${item.seed} "
                             f"--out {MODEL} --checkpoints two_variable/checkpoints/{RUN}",
@@ -87,22 +86,23 @@ EXPERIMENT = Experiment(
                             plots=(learning_curve(f"{MODEL}/learning_curve.csv", TITLE),)),)),
         Stage("two-variable-evaluate", "test accuracy per expression type",
               test_arguments("per-type CSV", test=SHARED_OPTIONS["test"].at(TEST)), _evaluate,
-              code=(*EVALUATION, "experiments/two_variable/stages.py", "experiments/two_variable/data.py"),
-              params=("evaluate",),
+              code=(*EVALUATION, "experiments/two_variable/stages.py", "experiments/two_variable/data.py",
+                    "experiments/two_variable/settings.py"),
+              params=("evaluate.batch_size", "evaluate.max_answer_length", TRAIN_DEVICE),
               family="evaluate", work=evaluate_work,
               dvc=(DvcStage(f"tprepro two-variable-evaluate --model-dir {MODEL} --out {EVALS}/{RUN}.csv",
                             matrix=RUNS,
                             deps=(*trained(MODEL), TEST),
-                            plots=(accuracy_bars(f"{EVALS}/{RUN}.csv", per="expression type", experiment=TITLE),)),)),
+                            plots=(accuracy_bars(Digested(f"{EVALS}/{RUN}.csv"), per="expression type", experiment=TITLE),)),)),
         Stage("two-variable-tables", "the per-type table (Wangperawong, Table 3)",
               table_arguments(located={"models_dir": MODELS, "eval_dir": EVALS},
                               curves="the learning-curve figure (PNG)",
                               plot=plot_data(BARS_PLOT, "accuracy per model, expression type and split"),
                               curve_plot=plot_data(CURVES_PLOT, "every run's learning curve")), _tables,
               code=(*PUBLISHING, *MODEL_CODE, "experiments/two_variable/stages.py", "experiments/two_variable/table.py",
-                    "experiments/two_variable/data.py"),
+                    "experiments/two_variable/data.py", "experiments/two_variable/settings.py"),
               params=("two_variable.models", "two_variable.seeds", "two_variable.data.size",
-                      replace(TRAIN_SETTINGS, keys=("steps", "batch_size"))),
+                      TRAIN_BUDGET),
               family="tables",
               dvc=(DvcStage(f"tprepro two-variable-tables --table {TABLE} "
                             "--curves results/figures/two_variable_learning_curves.png "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tprepro.experiments.two_variable.data import split_sizes
 from tprepro.params import check_train_settings, reraise_with_key
 from tprepro.params.layered import Layered
@@ -9,6 +11,8 @@ from tprepro.work import Work, preset_of, training
 
 
 TRAIN_SETTINGS = Layered("train", ("two_variable.train",))  # its schema requires the keys whose shared values go unread
+TRAIN_DEVICE = replace(TRAIN_SETTINGS, keys=("device",))  # what an evaluation reads of them
+TRAIN_BUDGET = replace(TRAIN_SETTINGS, keys=("steps", "batch_size"))  # what a table reads of them
 
 
 def two_variable_train(params: dict) -> dict:

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Mapping
 
 from tprepro.params import TrainConfig, load_params
-from tprepro.experiments.two_variable.settings import two_variable_train
+from tprepro.params.reads import for_the_record, peek
+from tprepro.experiments.two_variable.settings import TRAIN_BUDGET, TRAIN_DEVICE, two_variable_train
 from tprepro.data.shards import open_dataset
 from tprepro.errors import TpreproError
 from tprepro.experiments import mlflow_experiment
@@ -41,13 +42,13 @@ def train_stage(params_path: str, name: str, seed: int, train_dir: Path, vocab_p
     """Train one (model, seed); the learning curve scores a sample of `heldout_dir` (the test split)."""
     params = load_params(params_path)
     section = params["two_variable"]
-    require_model(params_path, section["models"], name, MODELS)
+    require_model(params_path, peek(section, "models"), name, MODELS)
     train = two_variable_train(params)
     heldout = heldout_settings(params, [open_dataset(heldout_dir)], seed, train)
     return train_model(TrainingRun(
         name, seed, model_config(params, name, MODELS), TrainConfig.from_params({"train": train}),
         {"train": open_dataset(train_dir)}, vocab_path, out, checkpoints, mlflow_experiment(params, "two_variable"),
-        data_settings=section["data"], heldout=heldout))
+        data_settings=for_the_record(section["data"]), heldout=heldout))
 
 
 def evaluate_stage(params_path: str, model_dir: Path, test_dir: Path, out: Path) -> None:
@@ -68,7 +69,7 @@ def evaluate_stage(params_path: str, model_dir: Path, test_dir: Path, out: Path)
         return [score(model, vocab, EvalSet(TEST, label, pairs), settings["batch_size"],
                       settings["max_answer_length"]) for label, pairs in by_type.items()]
 
-    evaluate_trained(model_dir, two_variable_train(params)["device"], mlflow_experiment(params, "two_variable"),
+    evaluate_trained(model_dir, TRAIN_DEVICE.values(params)["device"], mlflow_experiment(params, "two_variable"),
                      out, score_types, METRIC_NAMES.__getitem__)
 
 
@@ -90,7 +91,7 @@ def tables_stage(params_path: str, eval_dir: Path, models_dir: Path, out: Mappin
     training = training_summaries(models_dir, runs)
     table = type_table(evals, training)
 
-    train = two_variable_train(params)
+    train = TRAIN_BUDGET.values(params)
     budget = (f"{train['steps']} steps of batch {train['batch_size']}, "
               f"{params['two_variable']['data']['size']} problems")
     markdown = type_table_markdown(table, published_rows(params, names, "two_variable", MODELS), budget)
