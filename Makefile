@@ -117,5 +117,5 @@ bench: install
 clean:
 	rm -rf data mathematics logs two_variable n2f summarization \
 	       results/tables results/figures results/interpret results/n2f results/plots \
-	       results/metrics.json results/*_metrics.json results/report.html \
+	       results/metrics.json results/*_metrics.json results/report.html dvc_plots \
 	       mlflow.db mlflow.db.lock mlartifacts mlruns .snakemake dvc.lock .dvc/tmp .dvc/cache .dvc/offline_plots.html
