@@ -85,14 +85,16 @@ def accuracy_bars(path: str, per: str, experiment: str) -> dict:
 
 def model_curves(path: str, title: str) -> dict:
     """Every run's learning curve of an experiment (report.plots.write_curves) as one DVC plot: a
-    colour per model (the figures' colours), a dash per seed."""
+    colour per model (the figures' colours) and a dash per seed, or, comparing revisions, a colour per
+    revision (as in every chart) and a dash per model (.dvc/plots/model_curves.json)."""
     return {path: {"template": "model_curves", "x": "step", "y": "heldout_exact_match",
                    "x_label": "training step", "y_label": "held-out exact match", "title": title}}
 
 
 def model_bars(path: str, per: str, score: str, title: str) -> dict:
     """Scores per model, `per` (module, type or measure) and split (report.plots.write_bars) as one
-    DVC plot: a panel per split, a bar per model in the figures' colours."""
+    DVC plot: a panel per split, a bar per model in the figures' colours, or, comparing revisions, a bar
+    per revision in its colour (.dvc/plots/model_bars.json)."""
     return {path: {"template": "model_bars", "x": "accuracy", "y": "module", "x_label": score,
                    "y_label": per, "title": title}}
 
