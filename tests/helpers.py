@@ -217,6 +217,34 @@ def chromium(url: str, profile: Path, screenshot: str | Path | None = None, budg
     return dom
 
 
+def browser(window: str = "1400,900"):
+    """Headless Chromium driven by Selenium through Debian's chromedriver (`make system-deps` installs
+    chromium-driver): a context manager giving the WebDriver, quit at the end."""
+    import contextlib
+    import shutil
+
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    binary, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    assert binary and driver, "chromium or chromedriver missing: run `make system-deps`"
+    options = webdriver.ChromeOptions()
+    options.binary_location = binary
+    for argument in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                     "--disable-component-update", "--no-first-run", f"--window-size={window}"):
+        options.add_argument(argument)
+
+    @contextlib.contextmanager
+    def session():
+        chrome = webdriver.Chrome(service=Service(driver), options=options)  # no driver download: Debian's
+        try:
+            yield chrome
+        finally:
+            chrome.quit()
+
+    return session()
+
+
 def padded_batch(vocab: int, pad: int, seed: int = 0):
     """Sources of lengths 7, 4, 5 (right-padded with `pad`) and targets [B=3, T=6] without padding."""
     import torch

@@ -78,6 +78,17 @@ def cmd_status(args) -> None:
     print(status_report(Path(args.logs), args.all))
 
 
+def cmd_ui_links(args) -> None:
+    from tprepro.experiments import experiments, mlflow_experiment
+    from tprepro.params import load_params
+    from tprepro.tracking.links import ui_links
+    from tprepro.tracking.store import tracking_uri
+
+    params = load_params(args.params)
+    names = [mlflow_experiment(params, name).name for name in experiments()]
+    print("\n".join(ui_links(names, tracking_uri(), args.ui)))
+
+
 def cmd_predict(args) -> None:
     from pathlib import Path
 
@@ -164,6 +175,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--logs", default="logs", help="the jobs' log folder (default: %(default)s)")
     p.add_argument("--all", action="store_true", help="finished jobs too")
     p.set_defaults(func=cmd_status, data_parallel=None)
+
+    p = sub.add_parser("ui-links", help="each experiment's training runs in the MLflow UI: the address to open",
+                       description="Print, for each experiment in the MLflow store, the UI address of its training "
+                                   "runs listed flat (sorted by name, the training view): tick two and press "
+                                   "Compare. The store: $MLFLOW_TRACKING_URI, else mlflow.db here.",
+                       epilog="example:\n  tprepro ui-links --ui http://127.0.0.1:5000  # what `make ui` prints",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--params", default=default_params_path(),
+                   help="params file naming the MLflow experiments (default: $TPREPRO_PARAMS, else params.yaml)")
+    p.add_argument("--ui", default="http://127.0.0.1:5000",
+                   help="where `mlflow ui` serves the local store (default: %(default)s)")
+    p.set_defaults(func=cmd_ui_links, data_parallel=None)
 
     p = sub.add_parser("models", help="every architecture preset with its parameter count",
                        description="List every architecture preset with its parameter count.")
