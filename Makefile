@@ -52,11 +52,10 @@ $(GEN)/.installed: requirements/generate.txt pyproject.toml
 	$(GEN)/bin/pip install --quiet --disable-pip-version-check --no-deps -e .
 	echo "$(CURDIR)" > $@
 
-## run: install, then the tiny CPU pipeline end to end (data -> train -> evaluate -> tables)
+## run: install, then the tiny CPU pipeline end to end (data -> train -> evaluate -> tables -> report)
 run: install
 	$(BIN)/snakemake --cores $(CORES)
 	@$(MAKE) --no-print-directory dvc-commit
-	$(BIN)/snakemake --report results/report.html --quiet
 	@echo "tables: results/tables/  report: results/report.html  figures: results/figures/, */interpret/"
 	@echo "MLflow: make ui"
 
@@ -84,8 +83,8 @@ SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 # training runs in the training view, flat (tick two, Compare).
 ui:
 	@test -x $(BIN)/mlflow || { echo "run make install first"; exit 2; }
-	@$(BIN)/tprepro ui-links --ui http://127.0.0.1:$(UI_PORT)
 	@echo "MLflow UI: http://127.0.0.1:$(UI_PORT)/#/experiments?workflowType=machine_learning  (Ctrl-C stops it)"
+	-@$(BIN)/tprepro ui-links --ui http://127.0.0.1:$(UI_PORT)
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///mlflow.db --host 127.0.0.1 --port $(UI_PORT)
 
 ## system-deps: Debian's SLURM, munge and Chromium, which the tests use (apt-get only when missing)

@@ -79,13 +79,13 @@ def cmd_status(args) -> None:
 
 
 def cmd_ui_links(args) -> None:
-    from tprepro.experiments import experiments, mlflow_experiment
+    from tprepro.experiments import mlflow_experiment, tracked_experiments
     from tprepro.params import load_params
     from tprepro.tracking.links import ui_links
     from tprepro.tracking.store import tracking_uri
 
     params = load_params(args.params)
-    names = [mlflow_experiment(params, name).name for name in experiments()]
+    names = [mlflow_experiment(params, name).name for name in tracked_experiments()]
     print("\n".join(ui_links(names, tracking_uri(), args.ui)))
 
 
@@ -180,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Print, for each experiment in the MLflow store, the UI address of its training "
                                    "runs listed flat (sorted by name, the training view): tick two and press "
                                    "Compare. The store: $MLFLOW_TRACKING_URI, else mlflow.db here.",
-                       epilog="example:\n  tprepro ui-links --ui http://127.0.0.1:5000  # what `make ui` prints",
+                       epilog="example:\n  tprepro ui-links  # what `make ui` prints first (UI_PORT: --ui with its port)",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--params", default=default_params_path(),
                    help="params file naming the MLflow experiments (default: $TPREPRO_PARAMS, else params.yaml)")

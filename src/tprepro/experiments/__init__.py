@@ -158,8 +158,10 @@ class Experiment:
     # The values its --help examples give the DVC commands' ${references}, e.g. {"item.model": "ut",
     # "item.seed": "1"}: names params.yaml defines.
     example_items: dict[str, str] = field(default_factory=dict)
-    # The Snakemake report's section for the experiment's Reported outputs.
+    # The report's section for the experiment's Reported outputs (results/report.html, snakemake --report).
     report_category: str = ""
+    # Whether it has an MLflow experiment (and a parent run per invocation): every paper's; not the report's.
+    tracked: bool = True
 
     def example(self, stage: Stage) -> str:
         """A typical invocation of `stage`: its first DVC command with example_items filled in."""
@@ -180,7 +182,8 @@ INTERPRETING = (*COMMON, "data", "models", "evaluate", "interpret", "train/check
 
 @functools.cache
 def experiments() -> dict[str, Experiment]:
-    """Every experiment package's EXPERIMENT, by name (importing only their light cli modules)."""
+    """Every experiment package's EXPERIMENT, by name, the papers' before the report's (importing only
+    their light cli modules)."""
     found = {}
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         if info.ispkg:
@@ -190,7 +193,7 @@ def experiments() -> dict[str, Experiment]:
                 register_codec(kind)
             register_rules(experiment.name, ExperimentRules(experiment.check, experiment.models,
                                                             _own_schema(info.name)))
-    return found
+    return dict(sorted(found.items(), key=lambda item: not item[1].tracked))  # the papers first, then the report
 
 
 def _own_schema(package: str) -> dict:
@@ -301,6 +304,11 @@ def table_outputs(args: argparse.Namespace, *extra: str) -> dict[str, "Path"]:
     stem = table.with_suffix("") if table.suffix in TABLE_FORMATS.values() else table
     return {**{name: stem.with_name(stem.name + suffix) for name, suffix in TABLE_FORMATS.items()},
             **{name: Path(getattr(args, name)) for name in ("metrics", *extra)}}
+
+
+def tracked_experiments() -> list[str]:
+    """The experiments with an MLflow experiment of their own, by name."""
+    return [name for name, experiment in experiments().items() if experiment.tracked]
 
 
 def mlflow_experiment(params: dict, name: str):

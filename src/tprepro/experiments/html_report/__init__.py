@@ -1,0 +1,1 @@
+"""The pipeline's HTML report (results/report.html) over every experiment: a stage, not a paper, so it has no MLflow experiment."""
