@@ -4,8 +4,9 @@ in sections by category; written by the `report` stage, so Snakemake and DVC run
 
 What it shows is what `snakemake --report` shows of the same outputs: the table pages inline, CSV
 tables as tables, PNG figures (a folder: its PNG figures) and the captions (reStructuredText, Jinja's
-`{{ snakemake.wildcards.<name> }}` filled in). What it leaves out is Snakemake's own: the job graph,
-per-job runtimes and provenance. Images are embedded, so the file is complete on its own. Text from
+`{{ snakemake.wildcards.<name> }}` filled in). What it leaves out is Snakemake's own (the job graph,
+per-job runtimes and provenance) and the outputs its stage does not depend on (experiments/html_report:
+LEFT_OUT, the N2F interpretation, whose folder is absent when n2f.tasks is empty). Images are embedded, so the file is complete on its own. Text from
 a table page comes through `report.html.markdown_page`, which already shows data as text.
 """
 

@@ -12,28 +12,29 @@ from tprepro.report.html_report import report_page
 TITLE = "tprepro: the reproduced tables and figures"
 
 
-def reported_outputs(params: dict, captions: Path) -> list[Shown]:
-    """Each Reported output of every stage's jobs under `params`, in the registry's order: its path, caption
-    (captions/<name>.rst), section (its category, else its experiment's) and the job's wildcard values."""
+def reported_outputs(params: dict, captions: Path, folders: tuple[str, ...]) -> list[Shown]:
+    """Each Reported output under `folders` of every stage's jobs under `params`, in the registry's order: its
+    path, caption (captions/<name>.rst), section (its category, else its experiment's) and the job's wildcard
+    values; an experiment's own sections first, then those several share (Interpretation)."""
     from tprepro.experiments import Reported, experiments
     from tprepro.job_graph import stage_nodes
 
     declared = [(experiment, dvc) for experiment in experiments().values() for stage in experiment.stages
                 for dvc in stage.dvc]
-    own, shared = [], []  # an experiment's own sections first, then those several share (Interpretation)
+    own, shared = [], []
     for (experiment, dvc), node in zip(declared, stage_nodes(params), strict=True):
         for values in node.values(params):
             for path, output in zip(dvc.written, node.outputs, strict=True):
-                if isinstance(path, Reported):
+                if isinstance(path, Reported) and any(path.startswith(f"{folder}/") for folder in folders):
                     (shared if path.category else own).append(Shown(
                         Path(output.format(**values)), captions / f"{path.caption}.rst",
                         path.category or experiment.report_category, values))
     return own + shared
 
 
-def report_stage(params_path: str, captions: Path, out: Path) -> None:
+def report_stage(params_path: str, captions: Path, out: Path, folders: tuple[str, ...]) -> None:
     params = load_params(params_path)
-    outputs = reported_outputs(params, captions)
+    outputs = reported_outputs(params, captions, folders)
     atomic_write_text(out, report_page(TITLE, captions / "workflow.rst", outputs))
     missing = [str(output.path) for output in outputs if not output.path.exists()]
     print(f"{len(outputs) - len(missing)} reported outputs -> {out}"
