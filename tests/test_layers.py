@@ -13,7 +13,8 @@ CORE = ("params", "data", "models", "train", "evaluate", "interpret", "report",
 ENTRY_POINTS = {"cli.py", "predict.py", "workflow.py", "dvc_yaml.py", "dvc_commit.py", "__main__.py", "__init__.py",
                 "plan",  # `tprepro plan`: the jobs of every experiment's stages
                 "job_graph.py",  # every experiment's stages expanded into jobs, for workflow.py and the plan
-                "output_times.py"}  # workflow.py's: outputs' times follow their content
+                "output_times.py",  # workflow.py's: outputs' times follow their content
+                "compare.py"}  # `tprepro compare`: DVC's experiments side by side
 
 
 def imported_modules(path: Path) -> list[tuple[int, str]]:

@@ -29,7 +29,7 @@ EXPERIMENT = Experiment(
         Stage("report", "results/report.html: every experiment's tables and figures, each under its caption",
               options(captions=Option("the captions' folder (workflow.rst: the introduction)").at(CAPTIONS),
                       out="the report page (HTML, written whole)"), _report,
-              code=(*COMMON, "report/html_report.py", "report/html.py", "job_graph.py", "experiments/__init__.py",
+              code=(*COMMON, "report/html_report.py", "report/html.py", "experiments/__init__.py",
                     "experiments/html_report"),
               dvc=(DvcStage(f"tprepro report --out {REPORT}", deps=(CAPTIONS, *REPORTED), results=(REPORT,)),)),
     ),

@@ -17,17 +17,17 @@ def reported_outputs(params: dict, captions: Path, folders: tuple[str, ...]) -> 
     path, caption (captions/<name>.rst), section (its category, else its experiment's) and the job's wildcard
     values; an experiment's own sections first, then those several share (Interpretation)."""
     from tprepro.experiments import Reported, experiments
-    from tprepro.job_graph import stage_nodes
+    from tprepro.params.references import FOREACH, axes_of, job_values, pattern
 
-    declared = [(experiment, dvc) for experiment in experiments().values() for stage in experiment.stages
-                for dvc in stage.dvc]
     own, shared = [], []
-    for (experiment, dvc), node in zip(declared, stage_nodes(params), strict=True):
-        for values in node.values(params):
-            for path, output in zip(dvc.written, node.outputs, strict=True):
-                if isinstance(path, Reported) and any(path.startswith(f"{folder}/") for folder in folders):
+    for experiment in experiments().values():
+        for dvc in (dvc for stage in experiment.stages for dvc in stage.dvc):
+            reported = [path for path in dvc.written if isinstance(path, Reported)
+                        and any(path.startswith(f"{folder}/") for folder in folders)]
+            for values in job_values(params, axes_of(dvc.matrix, dvc.foreach, dvc.foreach_key)) if reported else ():
+                for path in reported:
                     (shared if path.category else own).append(Shown(
-                        Path(output.format(**values)), captions / f"{path.caption}.rst",
+                        Path(pattern(path, params, **FOREACH).format(**values)), captions / f"{path.caption}.rst",
                         path.category or experiment.report_category, values))
     return own + shared
 
