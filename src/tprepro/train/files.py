@@ -10,8 +10,8 @@ from tprepro.errors import TpreproError
 
 MODEL_FILE = "model.pt"  # the trained model as exported for evaluation and serving
 TRAIN_METRICS = "train_metrics.json"  # the run's summary: steps, loss, seconds, where it resumed from
-PROGRESS_LOGS = Path("logs/progress")
-MODEL_FOLDERS_SHOWN = 6  # a folder of model folders: how many of them an error names  # under the project, beside Snakemake's job logs (`tprepro status` reads both)
+PROGRESS_LOGS = Path("logs/progress")  # under the project, beside Snakemake's job logs (`tprepro status` reads both)
+MODEL_FOLDERS_SHOWN = 6  # a folder of model folders: how many of them an error names
 
 
 def progress_log(experiment: str, job: str) -> Path | None:
