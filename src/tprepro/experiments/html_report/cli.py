@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tprepro.experiments import COMMON, DvcStage, Experiment, Option, Stage, options
+from tprepro.experiments import COMMON, MODEL_CODE, DvcStage, Experiment, Option, Stage, options
 
 REPORT = "results/report.html"
 CAPTIONS = "workflow/report"  # the captions, workflow.rst the page's introduction
@@ -29,8 +29,8 @@ EXPERIMENT = Experiment(
         Stage("report", "results/report.html: every experiment's tables and figures, each under its caption",
               options(captions=Option("the captions' folder (workflow.rst: the introduction)").at(CAPTIONS),
                       out="the report page (HTML, written whole)"), _report,
-              code=(*COMMON, "report/html_report.py", "report/html.py", "experiments/__init__.py",
-                    "experiments/html_report"),
+              code=(*COMMON, *MODEL_CODE, "report/__init__.py", "report/html_report.py", "report/html.py",
+                    "experiments/__init__.py", "experiments/html_report"),
               dvc=(DvcStage(f"tprepro report --out {REPORT}", deps=(CAPTIONS, *REPORTED), results=(REPORT,)),)),
     ),
     tracked=False,
