@@ -52,11 +52,10 @@ $(GEN)/.installed: requirements/generate.txt pyproject.toml
 	$(GEN)/bin/pip install --quiet --disable-pip-version-check --no-deps -e .
 	echo "$(CURDIR)" > $@
 
-## run: install, then the tiny CPU pipeline end to end (data -> train -> evaluate -> tables)
+## run: install, then the tiny CPU pipeline end to end (data -> train -> evaluate -> tables -> report)
 run: install
 	$(BIN)/snakemake --cores $(CORES)
 	@$(MAKE) --no-print-directory dvc-commit
-	$(BIN)/snakemake --report results/report.html --quiet
 	@echo "tables: results/tables/  report: results/report.html  figures: results/figures/, */interpret/"
 	@echo "MLflow: make ui"
 
@@ -74,15 +73,18 @@ dvc-yaml: $(VENV)/.installed
 # The single-node SLURM the tests start (tests/slurm/local_slurm.sh) needs Debian's
 # SLURM and munge packages; apt-get runs only when one of them is missing.
 SLURM_PACKAGES := slurmctld slurmd slurm-client munge
-# Headless Chromium for the MLflow UI check (tests/tracking/test_mlflow_server.py).
-UI_PACKAGES := chromium
+# Headless Chromium for the MLflow UI checks (tests/tracking/test_mlflow_server.py), and its driver for
+# the one that clicks README's comparison path through Selenium.
+UI_PACKAGES := chromium chromium-driver
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-## ui: the MLflow UI on this project's store, at the address it prints (the training view)
-# MLflow 3 opens on its GenAI view; ?workflowType=machine_learning opens the experiments and runs.
+## ui: the MLflow UI on this project's store; it prints each experiment's training runs, the address to open
+# MLflow 3 opens on its GenAI view and folds runs under their parent: `tprepro ui-links` gives each experiment's
+# training runs in the training view, flat (tick two, Compare).
 ui:
 	@test -x $(BIN)/mlflow || { echo "run make install first"; exit 2; }
 	@echo "MLflow UI: http://127.0.0.1:$(UI_PORT)/#/experiments?workflowType=machine_learning  (Ctrl-C stops it)"
+	-@$(BIN)/tprepro ui-links --ui http://127.0.0.1:$(UI_PORT)
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///mlflow.db --host 127.0.0.1 --port $(UI_PORT)
 
 ## system-deps: Debian's SLURM, munge and Chromium, which the tests use (apt-get only when missing)
@@ -117,5 +119,5 @@ bench: install
 clean:
 	rm -rf data mathematics logs two_variable n2f summarization \
 	       results/tables results/figures results/interpret results/n2f results/plots \
-	       results/metrics.json results/*_metrics.json results/report.html \
+	       results/metrics.json results/*_metrics.json results/report.html dvc_plots \
 	       mlflow.db mlflow.db.lock mlartifacts mlruns .snakemake dvc.lock .dvc/tmp .dvc/cache .dvc/offline_plots.html

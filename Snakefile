@@ -7,7 +7,7 @@ from snakemake.utils import min_version
 
 min_version("9.0")
 
-report: "workflow/report/workflow.rst"  # `snakemake --report report.html`; captions in workflow/report/
+report: "workflow/report/workflow.rst"  # `snakemake --report`; the report stage writes results/report.html
 
 
 include: "workflow/rules/common.smk"
@@ -19,9 +19,10 @@ include: "workflow/rules/two_variable.smk"
 include: "workflow/rules/n2f.smk"
 include: "workflow/rules/summarization.smk"
 include: "workflow/rules/interpret.smk"
+include: "workflow/rules/html_report.smk"
 include: "workflow/rules/mlflow.smk"
 
 
 rule all:
-    input:  # one output of every job no other job reads (the tables, the interpretation figures)
+    input:  # one output of every job no other job reads (the report page, which reads the tables and figures)
         final_outputs(P),

@@ -194,11 +194,11 @@ def run_tprepro(*args, cwd, **env) -> "subprocess.CompletedProcess":
                           capture_output=True, text=True, timeout=600)
 
 
-def chromium(url: str, profile: Path, screenshot: str | None = None, budget_ms: int = 30000,
+def chromium(url: str, profile: Path, screenshot: str | Path | None = None, budget_ms: int = 30000,
              offline: bool = False) -> str:
     """The DOM of `url` after headless Chromium ran its scripts for `budget_ms` (virtual time);
-    with `screenshot`, also saved as results/screenshots/<screenshot>.png (1400x900); `offline`:
-    no host name resolves (a page that needs the network shows it)."""
+    with `screenshot`, also saved as results/screenshots/<screenshot>.png (1400x900), or at `screenshot`
+    itself when it is a Path; `offline`: no host name resolves (a page that needs the network shows it)."""
     import shutil
     import subprocess
 
@@ -211,10 +211,38 @@ def chromium(url: str, profile: Path, screenshot: str | None = None, budget_ms: 
         command.append("--host-resolver-rules=MAP * ~NOTFOUND")
     dom = subprocess.run([*command, "--dump-dom", url], capture_output=True, text=True, timeout=180).stdout
     if screenshot:
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        subprocess.run([*command, f"--screenshot={SCREENSHOTS / screenshot}.png", url], capture_output=True,
-                       timeout=180, check=True)
+        path = screenshot if isinstance(screenshot, Path) else SCREENSHOTS / f"{screenshot}.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run([*command, f"--screenshot={path}", url], capture_output=True, timeout=180, check=True)
     return dom
+
+
+def browser(window: str = "1400,900"):
+    """Headless Chromium driven by Selenium through Debian's chromedriver (`make system-deps` installs
+    chromium-driver): a context manager giving the WebDriver, quit at the end."""
+    import contextlib
+    import shutil
+
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    binary, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    assert binary and driver, "chromium or chromedriver missing: run `make system-deps`"
+    options = webdriver.ChromeOptions()
+    options.binary_location = binary
+    for argument in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                     "--disable-component-update", "--no-first-run", f"--window-size={window}"):
+        options.add_argument(argument)
+
+    @contextlib.contextmanager
+    def session():
+        chrome = webdriver.Chrome(service=Service(driver), options=options)  # no driver download: Debian's
+        try:
+            yield chrome
+        finally:
+            chrome.quit()
+
+    return session()
 
 
 def padded_batch(vocab: int, pad: int, seed: int = 0):

@@ -31,15 +31,49 @@ def test_missing_training_data_is_named(capsys, tmp_path):
                          "--heldout", str(tmp_path / "interpolate"))
     assert status == 2
     assert f"{tmp_path}/train-easy/arithmetic__add_or_sub/manifest.json: missing dataset manifest" in err
-    assert not (tmp_path / "m").exists() or {p.name for p in (tmp_path / "m").iterdir()} == {"trainer.lock"}  # its lock at most
+    assert not (tmp_path / "m").exists() and not (tmp_path / "c").exists()  # no folder, no lock left behind
+
+
+def test_a_refused_training_leaves_no_lock_behind(capsys, tmp_path):
+    """A mistyped --model is refused after the run's folders are claimed: the folders it made go with their locks;
+    a folder that was there before keeps what it held."""
+    (tmp_path / "c").mkdir()
+    status, _, err = run(capsys, "train", "--params", str(REPO / "params.yaml"), "--model", "transformr",
+                         "--seed", "1", "--out", str(tmp_path / "models/transformr-s1"), "--checkpoints",
+                         str(tmp_path / "c"))
+    assert status == 2 and "models.transformr: no such model; did you mean 'transformer'?" in err
+    assert not (tmp_path / "models/transformr-s1").exists()
+    assert [path.name for path in (tmp_path / "c").iterdir()] == ["trainer.lock"]  # not made by it: left as it was
+
+
+def evaluate(capsys, tmp_path, model_dir):
+    return run(capsys, "evaluate", "--params", str(REPO / "params.yaml"), "--model-dir", str(model_dir),
+               "--interpolate", "i", "--extrapolate", "e", "--train", "t", "--out", str(tmp_path / "out.csv"))
 
 
 def test_evaluating_an_untrained_model_is_named(capsys, tmp_path):
-    status, _, err = run(capsys, "evaluate", "--params", str(REPO / "params.yaml"), "--model-dir",
-                         str(tmp_path / "m"), "--interpolate", "i", "--extrapolate", "e", "--train", "t",
-                         "--out", str(tmp_path / "out.csv"))
-    assert status == 2 and "train_metrics.json: missing (run the train stage first)" in err
+    (tmp_path / "m").mkdir()
+    status, _, err = evaluate(capsys, tmp_path, tmp_path / "m")
+    assert status == 2 and f"{tmp_path}/m/train_metrics.json: no trained model here (run the train stage first)" in err
     assert not (tmp_path / "out.csv").exists()
+
+
+def test_a_model_folder_that_does_not_exist_is_named_as_missing(capsys, tmp_path):
+    (tmp_path / "mathematics").mkdir()
+    status, _, err = evaluate(capsys, tmp_path, tmp_path / "mathematics/modelz")
+    assert status == 2 and f"{tmp_path}/mathematics/modelz: no such model folder (does not exist; the nearest " \
+                           f"folder that exists is {tmp_path}/mathematics/)" in err, err
+    assert "no trained model here" not in err
+
+
+def test_a_folder_of_model_folders_names_them(capsys, tmp_path):
+    models = tmp_path / "mathematics/models"
+    for run_name in ("transformer-s1", "tp_transformer-s1"):
+        (models / run_name).mkdir(parents=True)
+        (models / run_name / "model.pt").write_bytes(b"")
+    status, _, err = evaluate(capsys, tmp_path, models)
+    assert status == 2 and f"{models} holds model folders, not a model: give one of them as --model-dir: " \
+                           f"{models}/tp_transformer-s1, {models}/transformer-s1" in err, err
 
 
 def test_unknown_module_is_named(capsys, tmp_path):

@@ -14,7 +14,8 @@ ENTRY_POINTS = {"cli.py", "predict.py", "workflow.py", "dvc_yaml.py", "dvc_commi
                 "plan",  # `tprepro plan`: the jobs of every experiment's stages
                 "job_graph.py",  # every experiment's stages expanded into jobs, for workflow.py and the plan
                 "output_times.py",  # workflow.py's: outputs' times follow their content
-                "audit.py"}  # cli.py's: what a command runs and reads, for the tests of the declarations
+                "audit.py",  # cli.py's: what a command runs and reads, for the tests of the declarations
+                "compare.py"}  # `tprepro compare`: DVC's experiments side by side
 
 
 def imported_modules(path: Path) -> list[tuple[int, str]]:

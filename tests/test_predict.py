@@ -44,6 +44,11 @@ def test_predict_answers_as_the_evaluation_decodes(model_dir, tmp_path):
 def test_predict_errors_name_what_is_missing(tmp_path, model_dir):
     result = tprepro("predict", "--model-dir", str(tmp_path), "What is 1 + 1?")
     assert result.returncode == 2 and f"{tmp_path / 'model.pt'}: no trained model here" in result.stderr
+    result = tprepro("predict", "--model-dir", str(tmp_path / "modelz"), "What is 1 + 1?")  # a typo
+    assert result.returncode == 2 and f"{tmp_path / 'modelz'}: no such model folder (does not exist" in result.stderr
+    result = tprepro("predict", "--model-dir", str(model_dir.parent), "What is 1 + 1?")  # the folder above
+    assert result.returncode == 2 and (f"{model_dir.parent} holds model folders, not a model: give one of them as "
+                                       f"--model-dir: {model_dir}") in result.stderr
     result = tprepro("predict", "--model-dir", str(model_dir), "--file", str(tmp_path / "absent.txt"))
     assert result.returncode == 2 and "absent.txt: cannot read questions" in result.stderr
 

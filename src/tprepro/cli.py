@@ -79,6 +79,23 @@ def cmd_status(args) -> None:
     print(status_report(Path(args.logs), args.all))
 
 
+def cmd_compare(args) -> None:
+    from tprepro.compare import compare
+
+    print(compare(Path("."), args.experiment or None, args.num))
+
+
+def cmd_ui_links(args) -> None:
+    from tprepro.experiments import mlflow_experiment, tracked_experiments
+    from tprepro.params import load_params
+    from tprepro.tracking.links import ui_links
+    from tprepro.tracking.store import tracking_uri
+
+    params = load_params(args.params)
+    names = [mlflow_experiment(params, name).name for name in tracked_experiments()]
+    print("\n".join(ui_links(names, tracking_uri(), args.ui)))
+
+
 def cmd_predict(args) -> None:
     from pathlib import Path
 
@@ -165,6 +182,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--logs", default="logs", help="the jobs' log folder (default: %(default)s)")
     p.add_argument("--all", action="store_true", help="finished jobs too")
     p.set_defaults(func=cmd_status, data_parallel=None)
+
+    p = sub.add_parser("compare", help="DVC experiments side by side: every headline metric, the settings that differ",
+                       description="DVC experiments side by side (dvc.api.exp_show): a column per experiment (the "
+                                   "workspace, the commit, its experiments), a row per headline metric and per "
+                                   "setting of params.yaml whose values differ between them.",
+                       epilog="examples:\n  tprepro compare  # after `dvc exp run -n longer -S train.steps=2000`\n"
+                              "  tprepro compare baseline longer  # these two only",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("experiment", nargs="*", help="experiments or revisions to show, in this order (default: all)")
+    p.add_argument("--num", type=int, default=1, help="experiments of the last NUM commits (default: %(default)s)")
+    p.set_defaults(func=cmd_compare, data_parallel=None)
+
+    p = sub.add_parser("ui-links", help="each experiment's training runs in the MLflow UI: the address to open",
+                       description="Print, for each experiment in the MLflow store, the UI address of its training "
+                                   "runs listed flat (sorted by name, the training view): tick two and press "
+                                   "Compare. The store: $MLFLOW_TRACKING_URI, else mlflow.db here.",
+                       epilog="example:\n  tprepro ui-links  # what `make ui` prints first (UI_PORT: --ui with its port)",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--params", default=default_params_path(),
+                   help="params file naming the MLflow experiments (default: $TPREPRO_PARAMS, else params.yaml)")
+    p.add_argument("--ui", default="http://127.0.0.1:5000",
+                   help="where `mlflow ui` serves the local store (default: %(default)s)")
+    p.set_defaults(func=cmd_ui_links, data_parallel=None)
 
     p = sub.add_parser("models", help="every architecture preset with its parameter count",
                        description="List every architecture preset with its parameter count.")

@@ -4,15 +4,11 @@ and the SLURM runtimes read its jobs. DVC expands the same matrices itself from 
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Collection
 from dataclasses import dataclass
 
 from tprepro.errors import TpreproError
-from tprepro.params.references import axis_values, matched, pattern
-
-# A foreach stage's one wildcard: its value ({item}) or, over a mapping, its entry's name ({key}).
-_FOREACH = {"item": "item", "key": "key"}
+from tprepro.params.references import FOREACH, axes_of, job_values, matched, pattern
 
 
 @dataclass(frozen=True)
@@ -35,10 +31,7 @@ class StageNode:
 
     def values(self, params: dict, keep: Collection[str] = ()) -> list[dict[str, str]]:
         """Each job's wildcard values, its axes' values combined; a wildcard in `keep` stays `{name}`."""
-        keys = [key for key, _ in self.axes]
-        axes = [[f"{{{key}}}"] if key in keep else [str(v) for v in axis_values(params, declared)]
-                for key, declared in self.axes]
-        return [dict(zip(keys, combination)) for combination in itertools.product(*axes)]
+        return job_values(params, self.axes, keep)
 
 
 def stage_nodes(params: dict) -> list[StageNode]:
@@ -48,13 +41,12 @@ def stage_nodes(params: dict) -> list[StageNode]:
     nodes = []
     for stage in (stage for experiment in experiments().values() for stage in experiment.stages):
         for dvc in stage.dvc:
-            outputs = tuple(pattern(path, params, **_FOREACH) for path in dvc.written)
-            summary = pattern(dvc.metrics[0], params, **_FOREACH) if dvc.metrics else outputs[0]
-            each = ("key" if dvc.foreach_key else "item", dvc.foreach)
-            axes = tuple(dvc.matrix.items()) if dvc.matrix else (each,) if dvc.foreach else ()
+            outputs = tuple(pattern(path, params, **FOREACH) for path in dvc.written)
+            summary = pattern(dvc.metrics[0], params, **FOREACH) if dvc.metrics else outputs[0]
+            axes = axes_of(dvc.matrix, dvc.foreach, dvc.foreach_key)
             nodes.append(StageNode(stage.name, stage.rule, dvc.name or stage.rule, stage.family, outputs, summary,
-                                   tuple(pattern(path, params, **_FOREACH) for path in dvc.deps),
-                                   pattern(dvc.cmd, params, **_FOREACH), axes))
+                                   tuple(pattern(path, params, **FOREACH) for path in dvc.deps),
+                                   pattern(dvc.cmd, params, **FOREACH), axes))
     return nodes
 
 

@@ -22,7 +22,7 @@ from tprepro.data.shards import Dataset
 from tprepro.errors import TpreproError
 from tprepro.io import atomic_files, atomic_write_text
 from tprepro.params import TrainConfig
-from tprepro.train.files import MODEL_FILE, TRAIN_METRICS, progress_log
+from tprepro.train.files import MODEL_FILE, TRAIN_METRICS, no_trained_model, progress_log
 
 ROLE_SAMPLE = 64  # training rows whose role one-hotness is logged at every checkpoint (discrete-role models)
 
@@ -336,7 +336,7 @@ def read_train_metrics(model_dir: Path) -> dict:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
-        raise TpreproError(f"{path}: missing (run the train stage first)") from exc
+        raise no_trained_model(model_dir, TRAIN_METRICS) from exc
     except json.JSONDecodeError as exc:
         raise TpreproError(f"{path}: not valid JSON ({exc})") from exc
 

@@ -16,7 +16,7 @@ from typing import BinaryIO, TextIO
 from tprepro.errors import TpreproError
 from tprepro.evaluate.answering import answer
 from tprepro.experiments import experiments
-from tprepro.train.files import MODEL_FILE
+from tprepro.train.files import MODEL_FILE, no_trained_model
 
 
 MAX_QUESTION_BYTES = 1 << 20  # a question or document of 1 MiB is far beyond any model's positions
@@ -77,7 +77,7 @@ def read_questions(arguments: list[str], source: BinaryIO | None, name: str | No
 def main(model_dir: Path, arguments: list[str], file: str | None, as_json: bool, batch_size: int,
          max_length: int, device: str, out: TextIO = sys.stdout) -> None:
     if not (model_dir / MODEL_FILE).is_file():
-        raise TpreproError(f"{model_dir / MODEL_FILE}: no trained model here (run the train stage first)")
+        raise no_trained_model(model_dir)
     source = None
     if file == "-":
         source = sys.stdin.buffer

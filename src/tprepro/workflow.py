@@ -152,7 +152,8 @@ def stage_inputs(stage: str, params: dict, **names: str) -> list[str]:
     """A rule's data inputs: its stage's dvc.yaml deps (first DvcStage) as Snakemake patterns, each
     standing for one upstream job. A job writes all its outputs, so of a job's files (a run's model.pt
     and train_metrics.json) the first named stands for the rest. A dep no stage writes is a folder of
-    other jobs' outputs (a table's eval/ and models/ folders): it stands for the first output under
+    other jobs' outputs (a table's eval/ and models/ folders), or one of the project's own (the report's
+    captions, workflow/report/, taken as it is): a folder of outputs stands for the first output under
     it of each job writing there, over the matrix values the rule has no wildcard for; of two stages
     writing into such folders, the later one's jobs stand for the earlier one's (an evaluation for
     its trained model)."""
@@ -167,7 +168,9 @@ def stage_inputs(stage: str, params: dict, **names: str) -> list[str]:
         writer = writer_of(path, nodes)  # (stage, wildcard values): one job
         if writer is None:
             folders[path] = [node for node in nodes if node.writes_under(path)]
-            if not folders[path]:
+            if not folders[path] and Path(path).exists():  # the project's own files (the report's captions)
+                inputs.append(path)
+            elif not folders[path]:
                 raise TpreproError(f"stage {stage}: no stage writes {path} or under it, so no rule input stands for it")
         elif writer not in writers:
             writers.add(writer)
@@ -265,7 +268,7 @@ def start_pipeline_run(params: dict) -> None:
     only on preemption, train/requeue.py; MLflow runs find their parent by it) and open its parent run in every
     experiment's MLflow experiment (local jobs and SLURM's --export=ALL inherit the key). A key
     already exported (an outer invocation) is kept, and that invocation closes the parents."""
-    from tprepro.experiments import experiments, mlflow_experiment
+    from tprepro.experiments import mlflow_experiment, tracked_experiments
     from tprepro.invocation import INVOCATION_ENV, new_key
     from tprepro.tracking.parents import start_parent_runs
 
@@ -273,14 +276,14 @@ def start_pipeline_run(params: dict) -> None:
         return
     os.environ[INVOCATION_ENV] = new_key()
     os.environ[_OWNED_ENV] = "1"
-    start_parent_runs([mlflow_experiment(params, name) for name in experiments()])
+    start_parent_runs([mlflow_experiment(params, name) for name in tracked_experiments()])
 
 
 def end_pipeline_run(params: dict, status: str = "FINISHED") -> None:
     """Snakemake's onsuccess/onerror: close the parent runs if this invocation opened them."""
-    from tprepro.experiments import experiments, mlflow_experiment
+    from tprepro.experiments import mlflow_experiment, tracked_experiments
     from tprepro.tracking.parents import finish_parent_run
 
     if os.environ.pop(_OWNED_ENV, None):
-        for name in experiments():
+        for name in tracked_experiments():
             finish_parent_run(mlflow_experiment(params, name), status, owner=True)

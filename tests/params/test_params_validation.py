@@ -30,7 +30,7 @@ def edited_params(tmp_path, old: str, new: str):
     ("lr: 5.0e-4", "lr: .nan", "train.lr"),
     ("lr: 5.0e-4", "lr: -.inf", "train.lr"),
     ("grad_clip: 0.1", "grad_clip: .inf", "train.grad_clip"),
-    ("betas: [0.9, 0.995]", "betas: [.nan, 0.995]", "train.betas.0"),
+    ("  - 0.9\n", "  - .nan\n", "train.betas.0"),
     ("threshold: 0.95", "threshold: .nan", "report.threshold"),
     ("lr: 1.15e-3", "lr: .inf", "n2f.train.lr"),
     ("noise_rate: 0.1", "noise_rate: .nan", "n2f.algolisp.data.generate.noise_rate"),

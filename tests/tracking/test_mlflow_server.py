@@ -21,7 +21,7 @@ import pytest
 from helpers import chromium, copy_project, experiment_name, tool_env, write_params
 from pipeline_kit import micro_params
 from tprepro.experiments import experiments as registry
-from training_project import make_workspace, start_training, summary
+from training_project import make_workspace, start_training, summary, train
 
 pytestmark = pytest.mark.slow
 
@@ -185,6 +185,71 @@ def test_a_training_run_page_shows_its_model_datasets_and_log(pipeline, tmp_path
                    screenshot="mlflow_run_model")
     text = " ".join(re.sub(r"<[^>]+>", " ", dom).split())
     assert "Logged models (1)" in text and f" {name} Ready " in text, text[:3000]  # its name and status
+
+
+def test_readmes_comparison_path_reaches_two_runs_compare_view_and_curves(tmp_path):
+    """README's MLflow comparison, clicked as it says, against a live server holding two experiments' runs of one
+    model (a baseline and the same model trained on under more steps, as `dvc exp run -S train.steps=...` does):
+    `tprepro ui-links` (what `make ui` prints) opens the training runs flat, each name in full; tick the two,
+    press Compare: their settings side by side (train.steps differs); a metric's name opens both curves overlaid.
+    Screenshots of each view are written under the test's tmp folder."""
+    import yaml
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from helpers import browser
+
+    server = Server(tmp_path)
+    try:
+        workspace = make_workspace(tmp_path / "ws", steps=6, log_every=3, checkpoint_every=3)
+        train(workspace, tmp_path / "run", MLFLOW_TRACKING_URI=server.uri, DVC_EXP_NAME="baseline")
+        params = yaml.safe_load((workspace / "params.yaml").read_text())
+        params["train"]["steps"] = 12
+        write_params(workspace / "params.yaml", params)
+        train(workspace, tmp_path / "run", MLFLOW_TRACKING_URI=server.uri, DVC_EXP_NAME="longer")
+        found = server.api("runs/search", {"experiment_ids": [experiment_id(server, experiment_name(params))],
+                                           "filter": "tags.stage = 'train'"})["runs"]
+        names = sorted(run["info"]["run_name"] for run in found)
+        assert len(names) == 2 and names[0] == "transformer-s1", names  # each under its invocation's parent run
+        longer = names[1]
+        assert re.fullmatch(r"transformer-s1-[0-9a-f]{7}", longer), names
+
+        links = subprocess.run([sys.executable, "-m", "tprepro", "ui-links", "--params", str(workspace / "params.yaml")],
+                               env=tool_env(MLFLOW_TRACKING_URI=server.uri), capture_output=True, text=True, check=True)
+        link = dict(line.split(": ", 1) for line in links.stdout.splitlines())[experiment_name(params)]
+        with browser() as chrome:
+            wait = WebDriverWait(chrome, 120)
+            chrome.get(link)
+            runs = [wait.until(lambda page, name=name: page.find_element(By.XPATH, f"//a[normalize-space()='{name}']"))
+                    for name in ("transformer-s1", longer)]
+            assert not chrome.find_elements(By.XPATH, "//a[normalize-space()='pipeline']")  # flat: no parent to expand
+            for run in runs:  # each name shown whole: its link and its cell overflow nothing
+                widths = chrome.execute_script("const cell = arguments[0].closest('[role=gridcell]');"
+                                               "return [arguments[0].scrollWidth, arguments[0].clientWidth,"
+                                               " cell.scrollWidth, cell.clientWidth]", run)
+                assert widths[0] <= widths[1] and widths[2] <= widths[3], (run.text, widths)
+                row = run.find_element(By.XPATH, "./ancestor::*[@role='row'][1]").get_attribute("row-index")
+                chrome.find_element(By.CSS_SELECTOR, f".ag-pinned-left-cols-container [row-index='{row}'] "
+                                                     "input[type=checkbox]").click()  # tick it
+            chrome.save_screenshot(str(tmp_path / "mlflow_runs_ticked.png"))
+            chrome.find_element(By.XPATH, "//button[normalize-space()='Compare']").click()
+            wait.until(lambda page: "Comparing 2 Runs" in page.page_source)
+            steps = wait.until(lambda page: page.find_element(By.XPATH, "//*[normalize-space()='train.steps']"
+                                                                        "/ancestor::tr[1]"))
+            assert steps.text.split()[-2:] == ["6", "12"], steps.text  # the setting that differs, side by side
+            assert {"transformer-s1", longer} <= set(chrome.find_element(By.TAG_NAME, "body").text.split())
+            chrome.save_screenshot(str(tmp_path / "mlflow_compare.png"))
+            chrome.find_element(By.XPATH, "//a[normalize-space()='heldout_exact_match']").click()
+            legend = wait.until(lambda page: [text for text in page.find_element(By.TAG_NAME, "body").text.splitlines()
+                                              if "(heldout_exact_match)" in text] or None)
+            assert {"transformer-s1 (heldout_exact_match)", f"{longer} (heldout_exact_match)"} <= {
+                part.strip() for line in legend for part in re.split(r"\s{2,}|(?<=\))\s", line)}, legend
+            assert chrome.find_elements(By.CSS_SELECTOR, "svg .scatterlayer .trace")  # the curves drawn
+            chrome.save_screenshot(str(tmp_path / "mlflow_curves.png"))
+    finally:
+        server.stop()
+    assert all((tmp_path / f"{name}.png").stat().st_size > 0 for name in ("mlflow_runs_ticked", "mlflow_compare",
+                                                                          "mlflow_curves"))
 
 
 def test_training_falls_back_to_the_local_store_when_the_server_dies(tmp_path):

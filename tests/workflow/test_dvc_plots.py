@@ -3,7 +3,9 @@ from 0 to 100% per module, one panel per split and one bar per model, so rows sh
 stack; learning curves as held-out exact match over steps; every run's curve of an experiment
 overlaid in one chart, a colour per model (the matplotlib figures' colours) and a dash per seed;
 each chart titled with its experiment (and run); its page renders offline (headless Chromium with
-every host unresolvable draws SVG marks); and `dvc metrics show` names experiment, metric and model."""
+every host unresolvable draws SVG marks); `dvc plots diff` colours each revision alike in every
+chart (DVC's colour of the revision) and tells baseline and workspace runs apart in the overlay;
+and `dvc metrics show` names experiment, metric and model."""
 
 import json
 import re
@@ -80,13 +82,15 @@ def test_dvc_plots_have_data_on_the_right_axes(tmp_path):
         content = entry["content"]
         return json.loads(content) if isinstance(content, str) else content
 
-    for path in ("mathematics/eval/transformer-s1.csv", "results/plots/mathematics.csv"):
+    # a run's bars: a module per row, a bar per revision; every model's: a module (and model, comparing) per row
+    for path, rows, offset in (("mathematics/eval/transformer-s1.csv", "module", "rev"),
+                               ("results/plots/mathematics.csv", "row_label", "hue")):
         bars = spec(path)
         encoding = bars["encoding"]
         x, y = encoding["x"], encoding["y"]
-        assert (x["field"], x["type"], y["field"], y["type"]) == ("accuracy", "quantitative", "module", "nominal"), path
+        assert (x["field"], x["type"], y["field"], y["type"]) == ("accuracy", "quantitative", rows, "nominal"), path
         assert x["scale"]["domain"] == [0, 1], path  # 100% at most: no stacked bars
-        assert encoding["row"]["field"] == "split" and encoding["yOffset"]["field"] == "series", path
+        assert encoding["row"]["field"] == "split" and encoding["yOffset"]["field"] == offset, path
     assert [float(row["accuracy"]) for row in spec("mathematics/eval/transformer-s1.csv")["data"]["values"]] == [
         0.5, 0.9, 0.8]
     assert spec("mathematics/eval/transformer-s1.csv")["title"]["text"].startswith(
@@ -101,8 +105,10 @@ def test_dvc_plots_have_data_on_the_right_axes(tmp_path):
     assert [float(row["heldout_exact_match"]) for row in lines["data"]["values"]] == [0.1, 0.3, 0.5]
     overlay = spec("results/plots/mathematics_curves.csv")  # every run of the experiment in one chart
     assert overlay["title"]["text"].startswith("Mathematics Dataset:")
-    encoding = overlay["encoding"]
-    assert (encoding["color"]["field"], encoding["strokeDash"]["field"]) == ("model", "seed")
+    encoding = overlay["encoding"]  # a colour per model and a dash per seed; comparing, per revision and model
+    assert (encoding["color"]["field"], encoding["strokeDash"]["field"]) == ("hue", "dash")
+    assert {transform.get("as"): transform.get("calculate") for transform in overlay["transform"]}["dash"] == (
+        "datum.revisions > 1 ? datum.model : 'seed ' + datum.seed")
     assert {(row["model"], row["seed"]) for row in overlay["data"]["values"]} == {
         (model, str(seed)) for model in MODELS for seed in (1, 2)}
 
@@ -137,26 +143,31 @@ def every_headline(root) -> set[str]:
     return {f"{label}.{metric}.tp_x" for label, columns in headlines.values() for metric in columns}
 
 
-def test_the_readmes_dvc_exp_show_line_shows_every_headline_and_only_changed_settings(tmp_path):
-    """The README's `dvc exp show` line fits: the headline metrics of every experiment and only
-    the settings that differ between experiments (none, with only the baseline), not 272 columns."""
+def readme_compare_line() -> list[str]:
+    """README's `tprepro compare` line, as arguments."""
     from helpers import REPO
 
     (line,) = [line.split("#")[0].strip() for line in (REPO / "README.md").read_text().splitlines()
-               if line.startswith("dvc exp show")]
+               if line.startswith("tprepro compare")]
+    return shlex.split(line)
+
+
+def test_the_readmes_compare_line_shows_every_headline_and_only_changed_settings(tmp_path):
+    """README's comparison line: a row per headline metric of every experiment and, the workspace and its
+    commit having one params.yaml, no setting; within 160 columns."""
     root = plots_project(tmp_path)
     headlines = every_headline(root) | {f"mathematics.interpolation_acc.{model}" for model in MODELS}
-    keep = shlex.split(line)[shlex.split(line).index("--keep") + 1]
-    assert all(re.search(keep, name) for name in headlines), keep  # mathqa's too, once n2f.tasks lists it
     expected = {name for name in headlines if not name.startswith("mathqa.")}  # not in dvc.yaml by default
     subprocess.run(["git", "add", "-A"], cwd=root, check=True, capture_output=True)
     subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "baseline"], cwd=root,
                    check=True)
-    shown = subprocess.run([sys.executable, "-m", *shlex.split(line), "--csv"], cwd=root, env=tool_env(),
+    shown = subprocess.run([sys.executable, "-m", "tprepro", *readme_compare_line()[1:]], cwd=root, env=tool_env(),
                            capture_output=True, text=True, timeout=300)
-    header = shown.stdout.splitlines()[0].split(",")
-    assert set(header) - {"Experiment", "rev", "typ", "Created", "parent", "State", "Executor"} == expected, \
-        shown.stdout + shown.stderr
+    assert shown.returncode == 0, shown.stderr[-3000:]
+    lines = shown.stdout.splitlines()
+    assert len(lines[0].split()) == 2 and lines[0].split()[0] == "workspace", lines[0]  # a column per revision
+    assert {line.split()[0] for line in lines[1:]} == expected, shown.stdout
+    assert max(map(len, lines)) <= 160, shown.stdout
 
 
 def drawn_charts(dom: str) -> list[str]:
@@ -199,3 +210,57 @@ def test_dvc_plots_page_draws_its_charts_offline(tmp_path):
     assert set(tooltip) == set(colours.values())  # the figures' colour of each model
     for model, colour in colours.items():  # and the bar of that colour is that model's
         assert f"model: {model}" in tooltip[colour].replace("&quot;", ""), tooltip[colour]
+
+
+def revision_colours(chart: str) -> dict[str, set[str]]:
+    """{revision: colours of its marks} in `chart` (its lines' strokes and bars' fills; a mark's aria-label,
+    its tooltip, names its revision)."""
+    found: dict[str, set[str]] = {}
+    for kind, attribute in (("line", "stroke"), ("rect", "fill")):
+        for mark in marks(chart, kind):
+            revision = re.search(r'aria-label="[^"]*\b(?:rev|revision): ([^;"]+)', mark)
+            if revision:
+                found.setdefault(revision.group(1), set()).add(colour_of(mark, attribute))
+    return found
+
+
+@pytest.mark.slow  # git, dvc and Chromium subprocesses
+def test_dvc_plots_diff_colours_each_revision_alike_in_every_chart(tmp_path):
+    """`dvc plots diff baseline` as README's comparison runs it, on two revisions of every plot file:
+    each revision has one colour, the same in the learning curves, a run's bars, every model's bars and
+    the overlay; the overlay's lines of the two revisions differ; and git sees no dvc_plots/ page."""
+    root = plots_project(tmp_path)
+    plotted = ["mathematics/eval/transformer-s1.csv", "mathematics/models/transformer-s1/learning_curve.csv",
+               "results/plots/mathematics.csv", "results/plots/mathematics_curves.csv"]
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "add", "-A"], cwd=root, check=True, capture_output=True)
+    subprocess.run([*git, "add", "-f", *plotted], cwd=root, check=True, capture_output=True)  # as DVC would restore them
+    subprocess.run([*git, "commit", "-qm", "baseline"], cwd=root, check=True)
+    subprocess.run([*git, "tag", "baseline"], cwd=root, check=True)
+    for path in plotted:  # the workspace's experiment: every score halved
+        frame = pd.read_csv(root / path)
+        score = "accuracy" if "accuracy" in frame else "heldout_exact_match"
+        frame.assign(**{score: frame[score] / 2}).to_csv(root / path, index=False)
+    shown = subprocess.run([sys.executable, "-m", "dvc", "plots", "diff", "baseline"], cwd=root, env=tool_env(),
+                           capture_output=True, text=True, timeout=300)
+    page = root / "dvc_plots" / "index.html"
+    assert page.is_file(), shown.stderr[-3000:]
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=root, capture_output=True,
+                            text=True, check=True).stdout
+    assert "dvc_plots" not in status, status  # README's `git add -A` leaves the page out
+
+    dom = chromium(page.as_uri(), tmp_path / "profile", screenshot=tmp_path / "dvc_plots_diff.png", offline=True)
+    charts = [revision_colours(chart) for chart in drawn_charts(dom)]
+    drawn = [chart for chart in charts if chart]
+    assert len(drawn) == 4, charts  # the run's curve and bars, every model's bars, the overlay
+    assert all(chart.keys() == {"baseline", "workspace"} for chart in drawn), drawn
+    assert all(len(colours) == 1 for chart in drawn for colours in chart.values()), drawn  # one colour each
+    assert all(chart == drawn[0] for chart in drawn), drawn  # and the same one in every chart
+    assert drawn[0]["baseline"] != drawn[0]["workspace"]
+    overlay = next(chart for chart in drawn_charts(dom) if len(marks(chart, "line")) == 8)  # 2 models x 2 seeds x 2
+    styles = {re.search(r'model: ([^;"]+); seed: ([^;"]+); revision: ([^;"]+)', line).groups():
+              (colour_of(line, "stroke"), re.search(r'stroke-dasharray="([^"]*)"', line).group(1))
+              for line in marks(overlay, "line")}
+    assert len(styles) == 8, styles  # every run of each revision drawn
+    by_revision_and_model = {(revision, model): style for (model, _, revision), style in styles.items()}
+    assert len(set(by_revision_and_model.values())) == 4, styles  # a colour per revision, a dash per model

@@ -85,6 +85,7 @@ def test_make_ui_serves_the_project_store_and_prints_the_training_view(tmp_path)
     import urllib.request
 
     shutil.copy(REPO / "Makefile", tmp_path / "Makefile")
+    shutil.copy(REPO / "params.yaml", tmp_path / "params.yaml")  # ui-links names the experiments from it
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -104,4 +105,5 @@ def test_make_ui_serves_the_project_store_and_prints_the_training_view(tmp_path)
     assert page and "MLflow" in page, output[-3000:]
     assert output.splitlines()[0] == (f"MLflow UI: http://127.0.0.1:{port}/#/experiments?workflowType=machine_learning"
                                       f"  (Ctrl-C stops it)")
+    assert output.splitlines()[1] == f"no MLflow store yet ({tmp_path / 'mlflow.db'}): run the pipeline first"
     assert (tmp_path / "mlflow.db").is_file()  # the project's own store

@@ -135,14 +135,16 @@ def accuracy_bars(path: str, per: str, experiment: str) -> dict:
 
 def model_curves(path: str, title: str) -> dict:
     """Every run's learning curve of an experiment (report.plots.write_curves) as one DVC plot: a
-    colour per model (the figures' colours), a dash per seed."""
+    colour per model (the figures' colours) and a dash per seed, or, comparing revisions, a colour per
+    revision (as in every chart) and a dash per model (.dvc/plots/model_curves.json)."""
     return {path: {"template": "model_curves", "x": "step", "y": "heldout_exact_match",
                    "x_label": "training step", "y_label": "held-out exact match", "title": title}}
 
 
 def model_bars(path: str, per: str, score: str, title: str) -> dict:
     """Scores per model, `per` (module, type or measure) and split (report.plots.write_bars) as one
-    DVC plot: a panel per split, a bar per model in the figures' colours."""
+    DVC plot: a panel per split, a bar per model in the figures' colours, or, comparing revisions, a bar
+    per revision in its colour (.dvc/plots/model_bars.json)."""
     return {path: {"template": "model_bars", "x": "accuracy", "y": "module", "x_label": score,
                    "y_label": per, "title": title}}
 
@@ -206,8 +208,10 @@ class Experiment:
     # The values its --help examples give the DVC commands' ${references}, e.g. {"item.model": "ut",
     # "item.seed": "1"}: names params.yaml defines.
     example_items: dict[str, str] = field(default_factory=dict)
-    # The Snakemake report's section for the experiment's Reported outputs.
+    # The report's section for the experiment's Reported outputs (results/report.html, snakemake --report).
     report_category: str = ""
+    # Whether it has an MLflow experiment (and a parent run per invocation): every paper's; not the report's.
+    tracked: bool = True
 
     def example(self, stage: Stage) -> str:
         """A typical invocation of `stage`: its first DVC command with example_items filled in."""
@@ -228,7 +232,8 @@ INTERPRETING = (*COMMON, "data", "models", "evaluate", "interpret", "train/check
 
 @functools.cache
 def experiments() -> dict[str, Experiment]:
-    """Every experiment package's EXPERIMENT, by name (importing only their light cli modules)."""
+    """Every experiment package's EXPERIMENT, by name, the papers' before the report's (importing only
+    their light cli modules)."""
     found = {}
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         if info.ispkg:
@@ -238,7 +243,7 @@ def experiments() -> dict[str, Experiment]:
                 register_codec(kind)
             register_rules(experiment.name, ExperimentRules(experiment.check, experiment.models,
                                                             _own_schema(info.name)))
-    return found
+    return dict(sorted(found.items(), key=lambda item: not item[1].tracked))  # the papers first, then the report
 
 
 def _own_schema(package: str) -> dict:
@@ -349,6 +354,11 @@ def table_outputs(args: argparse.Namespace, *extra: str) -> dict[str, "Path"]:
     stem = table.with_suffix("") if table.suffix in TABLE_FORMATS.values() else table
     return {**{name: stem.with_name(stem.name + suffix) for name, suffix in TABLE_FORMATS.items()},
             **{name: Path(getattr(args, name)) for name in ("metrics", *extra)}}
+
+
+def tracked_experiments() -> list[str]:
+    """The experiments with an MLflow experiment of their own, by name."""
+    return [name for name, experiment in experiments().items() if experiment.tracked]
 
 
 def mlflow_experiment(params: dict, name: str):

@@ -4,6 +4,8 @@ plan (its jobs) read them alike."""
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Collection
 import re
 
 from tprepro.errors import TpreproError
@@ -71,3 +73,22 @@ def axis_values(params: dict, declared) -> list:
             raise TpreproError(f"a matrix axis {declared!r} is neither values nor a params reference")
         return list(setting(params, reference.group(1)))
     return list(declared)
+
+
+# A foreach stage's one wildcard: its value ({item}) or, over a mapping, its entry's name ({key}).
+FOREACH = {"item": "item", "key": "key"}
+
+
+def axes_of(matrix: dict | None, foreach: str | None, foreach_key: bool) -> tuple[tuple[str, object], ...]:
+    """A dvc.yaml stage's axes, (wildcard, a params reference or the values): its matrix's, or its foreach's."""
+    if matrix:
+        return tuple(matrix.items())
+    return (("key" if foreach_key else "item", foreach),) if foreach else ()
+
+
+def job_values(params: dict, axes, keep: Collection[str] = ()) -> list[dict[str, str]]:
+    """Each job's wildcard values, the axes' values combined; a wildcard in `keep` stays `{name}`."""
+    keys = [key for key, _ in axes]
+    values = [[f"{{{key}}}"] if key in keep else [str(v) for v in axis_values(params, declared)]
+              for key, declared in axes]
+    return [dict(zip(keys, combination)) for combination in itertools.product(*values)]

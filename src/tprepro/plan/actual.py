@@ -15,12 +15,12 @@ def recorded(params: dict, uri: str | None = None) -> dict[tuple[str, str], list
     """(experiment, stage tag) -> the seconds of each finished run in that experiment's MLflow experiment."""
     from mlflow.tracking import MlflowClient
 
-    from tprepro.experiments import experiments, mlflow_experiment
+    from tprepro.experiments import mlflow_experiment, tracked_experiments
     from tprepro.tracking.store import tracking_uri
 
     client = MlflowClient(tracking_uri=uri or tracking_uri())
     found: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for name in experiments():
+    for name in tracked_experiments():
         tracked = client.get_experiment_by_name(mlflow_experiment(params, name).name)
         if tracked is None:
             continue

@@ -13,18 +13,20 @@ from __future__ import annotations
 import html
 import re
 
+PAGE_STYLE = """
+  body { font-family: sans-serif; margin: 1.5em; color: #222; }
+  table { border-collapse: collapse; margin: 1em 0; }
+  th, td { border: 1px solid #bbb; padding: 0.3em 0.6em; text-align: right; }
+  th:first-child, td:first-child { text-align: left; }
+  th { background: #f0f0f0; }
+"""  # every page's tables alike: a table stage's page and results/report.html (report/html_report.py)
+
 _PAGE = """<!DOCTYPE html>
 <html>
 <head>
 <meta charset="utf-8">
 <title>{title}</title>
-<style>
-  body {{ font-family: sans-serif; margin: 1.5em; color: #222; }}
-  table {{ border-collapse: collapse; margin: 1em 0; }}
-  th, td {{ border: 1px solid #bbb; padding: 0.3em 0.6em; text-align: right; }}
-  th:first-child, td:first-child {{ text-align: left; }}
-  th {{ background: #f0f0f0; }}
-</style>
+<style>{style}</style>
 </head>
 <body>
 {body}
@@ -51,7 +53,7 @@ def markdown_page(text: str, title: str) -> str:
         renderer.preprocessors.deregister(name)
     for name in _MARKUP_PATTERNS:
         renderer.inlinePatterns.deregister(name)
-    return _PAGE.format(title=html.escape(title), body=renderer.convert(text))
+    return _PAGE.format(title=html.escape(title), style=PAGE_STYLE, body=renderer.convert(text))
 
 
 def markdown_text(value: object) -> str:

@@ -32,5 +32,6 @@ into its own store.
 
 One job per module: `store` (URIs, experiments, the local store), `parents` (the invocation's parent
 runs), `provenance` (commit, command, log file, SLURM job), `run` (a run and its journal, datasets,
-logged models) and `callback` (the trainer's callback, the only one that knows the trainer).
+logged models), `links` (where the UI shows a run, and an experiment's training runs flat) and
+`callback` (the trainer's callback, the only one that knows the trainer).
 """

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from tprepro.tracking.links import run_page
 from tprepro.tracking.parents import parent_run_id
 from tprepro.tracking.provenance import source_tags
 from tprepro.tracking.store import (Experiment, client_and_experiment, describe_store, first_line, local_uri,
@@ -125,7 +126,7 @@ class Run:
     @property
     def url(self) -> str:
         """Where a user finds this run: its page on a server, else the page `mlflow ui` serves."""
-        page = f"#/experiments/{self.experiment_id}/runs/{self.run_id}?workflowType=machine_learning"  # training view
+        page = run_page(self.experiment_id, self.run_id)
         if self.uri.startswith("sqlite:"):
             return f"page {page} of `mlflow ui --backend-store-uri {portable_uri(self.uri)}`"
         return f"{self.uri.rstrip('/')}/{page}"

@@ -6,9 +6,12 @@ import stat
 import sys
 from pathlib import Path
 
+from tprepro.errors import TpreproError
+
 MODEL_FILE = "model.pt"  # the trained model as exported for evaluation and serving
 TRAIN_METRICS = "train_metrics.json"  # the run's summary: steps, loss, seconds, where it resumed from
 PROGRESS_LOGS = Path("logs/progress")  # under the project, beside Snakemake's job logs (`tprepro status` reads both)
+MODEL_FOLDERS_SHOWN = 6  # a folder of model folders: how many of them an error names
 
 
 def progress_log(experiment: str, job: str) -> Path | None:
@@ -20,3 +23,21 @@ def progress_log(experiment: str, job: str) -> Path | None:
     except (OSError, ValueError, AttributeError):  # no real stderr (an embedding process)
         redirected = False
     return None if redirected else PROGRESS_LOGS / experiment / f"{job}.log"
+
+
+def no_trained_model(model_dir: Path, missing: str = MODEL_FILE) -> TpreproError:
+    """The error for a `--model-dir` that lacks `missing`: a folder that does not exist is named as
+    missing, a folder of model folders (e.g. mathematics/models) names them, any other says to train first."""
+    model_dir = Path(model_dir)
+    if not model_dir.is_dir():
+        what = "is a file, not a folder" if model_dir.exists() else "does not exist"
+        parent = next((folder for folder in model_dir.parents if folder.is_dir()), Path("."))
+        return TpreproError(f"{model_dir}: no such model folder ({what}; the nearest folder that exists is "
+                            f"{parent}/); give a trained model's folder, e.g. mathematics/models/transformer-s1")
+    models = sorted(folder for folder in model_dir.iterdir() if (folder / MODEL_FILE).is_file())
+    if models:
+        shown = ", ".join(str(folder) for folder in models[:MODEL_FOLDERS_SHOWN])
+        more = f" and {len(models) - MODEL_FOLDERS_SHOWN} more" if len(models) > MODEL_FOLDERS_SHOWN else ""
+        return TpreproError(f"{model_dir} holds model folders, not a model: give one of them as --model-dir: "
+                            f"{shown}{more}")
+    return TpreproError(f"{model_dir / missing}: no trained model here (run the train stage first)")

@@ -75,17 +75,32 @@ def _holder(path: Path) -> str:
     return "a process that has not yet recorded itself"
 
 
+def remove_if_untouched(folder: Path) -> None:
+    """Remove `folder`, which a lock created, if it holds nothing but the lock file: a run refused or failed
+    before it wrote anything (a mistyped --model, missing data) leaves no folder behind. Called while the lock
+    is held, so a trainer that opened the file meanwhile fails to lock it and refuses."""
+    try:
+        if [entry.name for entry in folder.iterdir()] == [LOCK_FILE]:
+            (folder / LOCK_FILE).unlink()
+            folder.rmdir()
+    except OSError:  # another process wrote in it meanwhile: it stays
+        pass
+
+
 @contextlib.contextmanager
 def trainer_lock(checkpoints: Path, kind: str = CHECKPOINTS) -> Iterator[None]:
     """Hold the trainer lock of `checkpoints` (a folder of `kind`) while the block runs; FolderBusy if another
     process holds it, WrongFolder (the lock left untouched) if the folder holds another kind of output."""
     refuse_other_kind(checkpoints, kind)  # before anything is written in it
+    created = not checkpoints.exists()
     checkpoints.mkdir(parents=True, exist_ok=True)
     path = checkpoints / LOCK_FILE
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    locked = False
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            locked = True
         except BlockingIOError:
             raise FolderBusy(f"{checkpoints} is already being trained by {_holder(path)} (lock {path}); "
                              f"one trainer per {kind} folder: wait for it, or stop it first") from None
@@ -96,6 +111,8 @@ def trainer_lock(checkpoints: Path, kind: str = CHECKPOINTS) -> Iterator[None]:
         os.pwrite(fd, f"{record}\n".encode(), 0)
         yield
     finally:
+        if created and locked:
+            remove_if_untouched(checkpoints)
         os.close(fd)  # releases the lock (the kernel does the same when the process dies)
 
 

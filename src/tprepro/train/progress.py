@@ -28,10 +28,10 @@ class Progress:
     minutes_left: float | None
     updated: datetime  # the time stamp of that line (UTC)
 
-    def describe(self, now: datetime) -> str:
-        """One line: job, step of total, rate, time left, how old the news is, and the log."""
+    def describe(self, now: datetime, label: str | None = None) -> str:
+        """One line: job (or `label`), step of total, rate, time left, how old the news is, and the log."""
         done = f" ({self.step / self.total:.0%})" if self.total else ""
-        parts = [f"{self.name}: {'finished at ' if self.finished else ''}step {self.step}"
+        parts = [f"{label or self.name}: {'finished at ' if self.finished else ''}step {self.step}"
                  f"{'/' + str(self.total) if self.total else ''}{done}"]
         if not self.finished:
             parts.append(f"{self.rate:.2f} steps/s" if self.rate is not None else "no rate yet")
@@ -88,6 +88,14 @@ def job_progress(logs: Path) -> list[Progress]:
     return [progress for progress in found if progress is not None]
 
 
+def labels(jobs: list[Progress], logs: Path) -> list[str]:
+    """Each job's name, or, where several jobs share it (one model in two experiments, or trained by
+    Snakemake and by DVC), its log's path under `logs` without `.log`: lines that name runs apart."""
+    shared = {name for name in (job.name for job in jobs) if sum(job.name == name for job in jobs) > 1}
+    return [job.log.relative_to(logs).with_suffix("").as_posix()
+            if job.name in shared and job.log.is_relative_to(logs) else job.name for job in jobs]
+
+
 def status_report(logs: Path, everything: bool = False, now: datetime | None = None) -> str:
     """What `tprepro status` prints: each unfinished training job (with `everything`, the finished
     ones too), and how to follow one."""
@@ -95,7 +103,7 @@ def status_report(logs: Path, everything: bool = False, now: datetime | None = N
     jobs = job_progress(logs)
     running = [job for job in jobs if not job.finished]
     shown = jobs if everything else running
-    lines = [job.describe(now) for job in shown]
+    lines = [job.describe(now, label) for job, label in zip(shown, labels(shown, logs))]
     finished = len(jobs) - len(running)
     if not running:
         lines.append(f"no training job in progress under {logs}/ ({finished} finished)")

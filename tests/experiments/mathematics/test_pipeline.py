@@ -104,11 +104,11 @@ EACH_EXPERIMENTS_DVC_KEY = {"mathematics": "train.steps=60", "two_variable": "tw
 
 
 
-def readme_exp_show() -> list[str]:
-    """README's `dvc exp show` line: the headlines, and the settings and numbers that differ."""
+def readme_compare() -> list[str]:
+    """README's `tprepro compare` line: a column per experiment, the headlines and the settings that differ."""
     (line,) = [line.split("#")[0] for line in (REPO / "README.md").read_text().splitlines()
-               if line.startswith("dvc exp show")]
-    return shlex.split(line)[1:]
+               if line.startswith("tprepro compare")]
+    return shlex.split(line)
 
 
 def rules_of(experiment: str) -> set[str]:
@@ -167,7 +167,7 @@ def test_snakemake_pipeline_end_to_end(project, generate_python):
     write_params(root / "params.yaml", params)
     jobs = planned_jobs(snakemake(root, generate_python, "-n"))
     assert jobs == {"all": 1, "evaluate": 1, "tables": 1, "train": 1, "interpret_mathematics": 1,
-                    "interpret_reconstruction": 1}
+                    "interpret_reconstruction": 1, "report": 1}
     plan = snakemake(root, generate_python, "-n", "-p")
     assert "--model tp_transformer" in plan and "--model transformer " not in plan
 
@@ -196,6 +196,9 @@ def test_dvc_pipeline_end_to_end(project, generate_python):
     warned = [line for line in repro.splitlines() if line.startswith("WARNING") and "tprepro runs from" not in line]
     assert warned == []  # DVC's (an empty dep file, say); tprepro's own is for the copied checkout
     check_results(root, params)
+    report = root / "results/report.html"  # the report stage, after every table it shows
+    assert report.stat().st_mtime_ns >= (root / "results/metrics.json").stat().st_mtime_ns
+    assert "Table 1." in report.read_text() and "data:image/png;base64," in report.read_text()
     assert "up to date" in dvc(root, generate_python, "status").lower()
     assert (root / "logs/progress/tprepro-mathematics/transformer-s1.log").is_file()  # for `tprepro status`
 
@@ -219,7 +222,8 @@ def test_dvc_pipeline_end_to_end(project, generate_python):
     assert set(status) == {"train@tp_transformer-1"}
     rerun = re.findall(r"Running stage '([^']+)'", dvc(root, generate_python, "repro"))
     assert set(rerun) == {"train@tp_transformer-1", "evaluate@tp_transformer-1", "tables",
-                          "interpret_mathematics@tp_transformer-1", "interpret_reconstruction"}
+                          "interpret_mathematics@tp_transformer-1", "interpret_reconstruction", "report"}
+    assert report.stat().st_mtime_ns >= (root / "results/metrics.json").stat().st_mtime_ns  # refreshed with them
 
     # Comparing runs as a DVC user does (README "Comparing runs"): each experiment keeps its own numbers,
     # curves and models, and `dvc exp apply` brings all of them back.
@@ -238,10 +242,14 @@ def test_dvc_pipeline_end_to_end(project, generate_python):
             for rev in [commit, *[r for e in commit.get("experiments") or [] for r in e["revs"]]]}
     for name, metrics in (("baseline", baseline), ("longer", longer)):  # both rows have their own numbers
         assert rows[name]["data"]["metrics"]["results/metrics.json"]["data"] == metrics, name
-    view = dvc(root, generate_python, *readme_exp_show(), "--no-pager", "--csv").splitlines()
-    header = view[0].split(",")
-    assert {"mathematics.train_loss.transformer", "train.steps"} <= set(header), header  # what differs
-    assert not [column for column in header if "/" in column], header  # no data or model hashes
+    view = run([sys.executable, "-m", "tprepro", *readme_compare()[1:]], root, generate_python).splitlines()
+    view = [line for line in view if not line.startswith("WARNING")]  # tprepro's own, for the copied checkout
+    assert {"baseline", "longer"} <= set(view[0].split()), view[0]  # a column per experiment
+    rows = {line.split()[0]: line.split()[1:] for line in view[1:]}
+    assert {"mathematics.train_loss.transformer", "mathematics.interpolation_acc.transformer",
+            "two_variable.overall_acc.ut", "train.steps"} <= rows.keys(), view  # headlines, the setting that differs
+    assert "train.batch_size" not in rows and not [row for row in rows if "/" in row], view  # only what differs
+    assert max(map(len, view)) <= 160, "\n".join(view)  # README's line in a 160-column terminal
 
     diff = json.loads(dvc(root, generate_python, "metrics", "diff", "baseline", "--json").strip().splitlines()[-1])
     loss = diff["results/metrics.json"]["mathematics.train_loss.transformer"]
@@ -253,6 +261,10 @@ def test_dvc_pipeline_end_to_end(project, generate_python):
     points = [(point["rev"], int(point["step"])) for plot in plots for point in plot["content"]["data"]["values"]]
     assert {rev for rev, _ in points} == {"baseline", "workspace"}  # two curves: 12 steps and 24
     assert max(step for rev, step in points if rev == "baseline") == 12 < max(step for _, step in points) == 24
+    dvc(root, generate_python, "plots", "diff", "baseline")  # the page, as README's line writes it
+    assert (root / "dvc_plots/index.html").is_file()
+    status = run(["git", "status", "--porcelain", "--untracked-files=all"], root, generate_python)
+    assert "dvc_plots" not in status, status  # README's `git add -A` would not commit it
 
     dvc(root, generate_python, "exp", "apply", "baseline")
     shown = json.loads(dvc(root, generate_python, "metrics", "show", "--json").strip().splitlines()[-1])

@@ -221,7 +221,7 @@ EXPERIMENT = Experiment(
                             plots=(model_bars(BARS_PLOT, "module", "exact-match accuracy",
                                               f"{TITLE}: accuracy per module, every model (pooled over seeds)"),
                                    model_curves(CURVES_PLOT, f"{TITLE}: every run's held-out exact match "
-                                                             "per checkpoint (a colour per model, a dash per seed)"))),)),
+                                                             "per checkpoint"))),)),
         Stage("interpret-mathematics", "attention maps, role clusters, head reconstruction and role one-hotness "
               "of one trained model (those its architecture has)",
               options("model_dir", "out",

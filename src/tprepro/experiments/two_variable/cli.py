@@ -115,7 +115,7 @@ EXPERIMENT = Experiment(
                             plots=(model_bars(BARS_PLOT, "expression type", "exact-match accuracy",
                                               f"{TITLE}: accuracy per expression type, every model (pooled over seeds)"),
                                    model_curves(CURVES_PLOT, f"{TITLE}: every run's held-out exact match "
-                                                             "per checkpoint (a colour per model, a dash per seed)"))),)),
+                                                             "per checkpoint"))),)),
         Stage("interpret-two-variable", "attention maps (and ponder maps of an adaptive model) of one model",
               options("model_dir", "out", test=SHARED_OPTIONS["test"].at(TEST)), _interpret,
               code=(*INTERPRETING, "experiments/two_variable/data.py", "experiments/two_variable/interpret.py"),
