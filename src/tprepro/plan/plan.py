@@ -3,20 +3,25 @@ totals and the wall time along the DAG."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tprepro.errors import TpreproError
+from tprepro.plan.calibrate import Calibration
 from tprepro.plan.critical_path import critical_path, schedule
-from tprepro.plan.estimate import Estimate, estimate
+from tprepro.plan.estimate import Estimate, estimate, parameter_count
 from tprepro.job_graph import Job, jobs, upstream
+from tprepro.plan.machine import Machine, this_machine
 from tprepro.plan.speeds import BENCHMARKS, Measurements, load_measurements
 from tprepro.plan.work import work
 from tprepro.work import Work
 
-MARGIN = 1.5  # a derived SLURM runtime: the estimate times this, rounded up to whole minutes,
-MIN_RUNTIME = 10  # and at least this many minutes (start-up on a busy node, a slow file system)
+MARGIN = 1.5  # a derived SLURM runtime: the estimate times this (its own error, a busy node's start-up),
+SLOWER_NODE = 2.0  # a CPU job's also times this (a node of the same class up to 2x slower than the measured one),
+MIN_RUNTIME = 10  # rounded up to whole minutes, at least this many minutes (start-up on a busy node, a slow file system);
+#                   a job retried after its limit (the SLURM profile's `retries`) asks for `attempt` times it
 WARNING_MINUTES = 5  # training checkpoints on SLURM's USR1, 5 minutes before the limit (profiles/slurm)
 DATA_JOB_TARGET_S = 3600  # a data job with `cluster.data.cpus: null` gets the CPUs that finish it in about this
 CPU = "cpu"
@@ -33,6 +38,7 @@ class PlannedJob:
     segments: int = 1  # SLURM allocations it takes (> 1: killed at its limit and requeued)
     note: str = ""
     cpus: int = 1  # processes it runs (a data job generates its shards in parallel)
+    cpu_factor: float = 1.0  # its measured CPU seconds were multiplied by this (calibration, cluster.<family>.cpu_factor)
 
     @property
     def wall_s(self) -> float | None:
@@ -57,6 +63,9 @@ class Plan:
     critical_path: list[str]
     wall_s: float
     measurements: list[str] = field(default_factory=list)  # the files used
+    cpu_machines: dict = field(default_factory=dict)  # machine description -> the CPU measurements made on it
+    machine: Machine | None = None  # this one
+    calibration: Calibration | None = None
 
     def totals(self) -> dict:
         """Sums over the jobs. A total that would leave an unmeasured job out is None (unknown), with the
@@ -65,12 +74,14 @@ class Plan:
         priced = [p for p in self.jobs if p.estimate.seconds is not None]
         unmeasured = lambda on_gpu: sum(p.estimate.seconds is None and (p.device != CPU) == on_gpu  # noqa: E731
                                         for p in self.jobs)
-        hours = lambda on_gpu: None if unmeasured(on_gpu) else sum(  # noqa: E731
+        priced_hours = lambda on_gpu: sum(  # noqa: E731
             p.estimate.seconds for p in priced if (p.device != CPU) == on_gpu) / 3600
+        hours = lambda on_gpu: None if unmeasured(on_gpu) else priced_hours(on_gpu)  # noqa: E731
         return {"jobs": len(self.jobs), "unmeasured": len(self.jobs) - len(priced),
                 "extrapolated": sum(p.estimate.status == "extrapolated" for p in self.jobs),
                 "gpu_hours": hours(True), "gpu_unmeasured": unmeasured(True),
                 "cpu_hours": hours(False), "cpu_unmeasured": unmeasured(False),
+                "priced_gpu_hours": priced_hours(True), "priced_cpu_hours": priced_hours(False),
                 "disk_bytes": sum(p.estimate.disk_bytes or 0 for p in self.jobs),
                 "disk_unknown": sum(p.estimate.disk_bytes is None and p.work.kind in ("generate", "train")
                                     for p in self.jobs),
@@ -92,8 +103,13 @@ def job_device(params: dict, job: Job, device: str | None) -> str:
     return device or family.get("device") or CPU
 
 
-def slurm_runtime(params: dict, job: Job, work_: Work, seconds: float | None) -> tuple[int | None, str, int, str]:
-    """(minutes requested, from where, allocations, note) of one job under the SLURM profile."""
+def slurm_runtime(params: dict, job: Job, work_: Work, seconds: float | None, on_cpu: bool = False,
+                  attempt: int = 1) -> tuple[int | None, str, int, str]:
+    """(minutes requested, from where, allocations, note) of one job under the SLURM profile, at its
+    `attempt` (Snakemake's: 2 after one failure, the limit's included). A job priced on CPUs (`on_cpu`) asks
+    for enough that a node SLOWER_NODE x slower finishes it; a job other than training asks for `attempt`
+    times its first runtime, up to the family's time_limit (a training job resumes from its checkpoint in
+    allocations of the same length instead)."""
     if job.family is None:
         return None, "local rule", 1, ""
     family = params["cluster"][job.family]
@@ -104,12 +120,16 @@ def slurm_runtime(params: dict, job: Job, work_: Work, seconds: float | None) ->
         return (limit, f"cluster.{job.family}.time_limit (unpriced)", 1, "") if limit is not None \
             else (None, "not set, and unpriced", 1, "")
     else:
-        runtime = max(MIN_RUNTIME, math.ceil(seconds * MARGIN / 60))
-        source = f"{MARGIN} x estimate"
-        if limit is not None and runtime > limit:
-            runtime, source = limit, f"cluster.{job.family}.time_limit"
+        cover = SLOWER_NODE if on_cpu else 1.0
+        runtime = max(MIN_RUNTIME, math.ceil(seconds * MARGIN * cover / 60))
+        source = f"{MARGIN} x estimate" + (f" x {SLOWER_NODE} (a slower node)" if on_cpu else "")
+    ceiling = limit if family["runtime"] is None or limit is None else max(limit, family["runtime"])
+    if work_.kind != "train" and attempt > 1:
+        runtime, source = runtime * attempt, f"{source}, x {attempt} (attempt {attempt})"
+    if ceiling is not None and runtime > ceiling:
+        runtime, source = ceiling, f"cluster.{job.family}.time_limit"
     if seconds is None or seconds <= runtime * 60:
-        return runtime, source, 1, ""
+        return runtime, source, 1, _slow_node_note(job, work_, seconds, runtime, on_cpu)
     if work_.kind != "train":
         return runtime, source, 1, f"estimate above its {runtime} min: not resumable, it would be killed"
     segments = math.ceil(seconds / (max(1, runtime - WARNING_MINUTES) * 60))
@@ -117,6 +137,33 @@ def slurm_runtime(params: dict, job: Job, work_: Work, seconds: float | None) ->
     if segments - 1 > work_.max_requeues:
         note += f", more than max_requeues ({work_.max_requeues}) allows: it would fail"
     return runtime, source, segments, note
+
+
+def _slow_node_note(job: Job, work_: Work, seconds: float | None, runtime: int, on_cpu: bool) -> str:
+    """What a CPU job whose runtime a node SLOWER_NODE x slower would pass goes through (none: "")."""
+    if not on_cpu or seconds is None or seconds * SLOWER_NODE <= runtime * 60 or work_.kind == "train":
+        return ""
+    how = "keeping its finished shards" if work_.kind == "generate" and (work_.shards or 0) > 1 else "from the start"
+    return (f"a node {SLOWER_NODE:g}x slower would pass its {runtime} min: the SLURM profile retries it with "
+            f"a longer limit, {how}")
+
+
+def cpu_factor(params: dict, job: Job, calibration: Calibration | None) -> tuple[float, str]:
+    """(factor, why) a CPU-priced job's measured seconds are multiplied by: its family's
+    `cluster.<family>.cpu_factor` (its partition's nodes, measured by a calibration job), else this machine's
+    calibration, else 1 (the measured machine's speed)."""
+    family = params["cluster"][job.family] if job.family else {}
+    if family.get("cpu_factor") is not None:
+        return family["cpu_factor"], f"cluster.{job.family}.cpu_factor"
+    if calibration is not None:
+        return calibration.factor, "calibrated on this machine"
+    return 1.0, ""
+
+
+def scaled(guess: Estimate, factor: float, why: str) -> Estimate:
+    if guess.seconds is None or factor == 1.0:
+        return guess
+    return Estimate(guess.seconds * factor, f"{guess.source}; x {factor:.2f} ({why})", guess.disk_bytes)
 
 
 def known_devices(params: dict, measurements: Measurements) -> set[str]:
@@ -141,8 +188,10 @@ def job_cpus(params: dict, job: Job, work_: Work, seconds: float | None) -> int:
 
 
 def make_plan(params: dict, params_path: str = "params.yaml", device: str | None = None, gpus: int = 1,
-              cores: int | None = None, measurements: Measurements | None = None) -> Plan:
-    """The plan of `params`; GPU-family jobs priced on `device` (default: their family's device)."""
+              cores: int | None = None, measurements: Measurements | None = None,
+              calibration: Calibration | None = None) -> Plan:
+    """The plan of `params`; GPU-family jobs priced on `device` (default: their family's device); CPU jobs'
+    measured seconds multiplied by their family's cpu_factor, else by `calibration`'s (this machine's)."""
     if gpus < 1:
         raise TpreproError(f"--gpus: expected at least 1, got {gpus}")
     measurements = measurements if measurements is not None else load_measurements(BENCHMARKS)
@@ -156,10 +205,13 @@ def make_plan(params: dict, params_path: str = "params.yaml", device: str | None
     for job in found:
         done = work(params, job.stage, job.values)
         kind = job_device(params, job, device)
-        guess = estimate(measurements, kind, job.stage, done)
+        factor, why = cpu_factor(params, job, calibration) if kind == CPU else (1.0, "")
+        guess = scaled(estimate(measurements, kind, job.stage, done), factor, why)
         cpus = job_cpus(params, job, done, guess.seconds)
-        runtime, source, segments, note = slurm_runtime(params, job, done, wall_seconds(guess.seconds, done, cpus))
-        planned.append(PlannedJob(job, done, kind, guess, runtime, source, segments, note, cpus))
+        runtime, source, segments, note = slurm_runtime(params, job, done, wall_seconds(guess.seconds, done, cpus),
+                                                        on_cpu=kind == CPU)
+        planned.append(PlannedJob(job, done, kind, guess, runtime, source, segments, note, cpus, factor))
+    planned = with_cheaper_notes(planned, measurements)
     seconds = {p.job: p.wall_s or 0.0 for p in planned}
     kinds = {p.job: p.device for p in planned}
     on_gpus = any(kind != CPU for kind in kinds.values())
@@ -169,7 +221,69 @@ def make_plan(params: dict, params_path: str = "params.yaml", device: str | None
                     {"gpu": gpus, "cpu": cores})
     used = sorted({t.path for t in measurements.throughput.values()} | {r.path for r in measurements.stage_rates.values()}
                   | {r.path for r in measurements.data_rates.values()})
-    return Plan(str(params_path), device, gpus, cores, planned, path_s, [job.name for job in path], wall, used)
+    return Plan(str(params_path), device, gpus, cores, planned, path_s, [job.name for job in path], wall, used,
+                cpu_machines(measurements), this_machine(), calibration)
+
+
+def with_cheaper_notes(planned: list[PlannedJob], measurements: Measurements) -> list[PlannedJob]:
+    """`planned` with a note on each training priced cheaper per step than a smaller model's of its stage and
+    device: what the two measurements say (where both are benchmarks, their MFU and padding)."""
+    found: dict[tuple, dict[str, PlannedJob]] = {}
+    for p in planned:
+        if p.work.kind == "train" and p.estimate.seconds is not None:
+            found.setdefault((p.job.stage, p.device), {}).setdefault(p.work.preset, p)
+    notes = {}
+    for (stage, device), priced in found.items():
+        step = {preset: p.estimate.seconds / p.work.steps for preset, p in priced.items()}
+        for preset, mine in priced.items():
+            smaller = [other for other in priced if parameter_count(other) < parameter_count(preset)
+                       and step[other] > step[preset]]
+            if smaller:
+                other = max(smaller, key=step.get)
+                notes[stage, device, preset] = _cheaper_note(mine, priced[other], measurements)
+    if not notes:
+        return planned
+    return [dataclasses.replace(p, note="; ".join(filter(None, [p.note, notes[p.job.stage, p.device, p.work.preset]])))
+            if (p.job.stage, p.device, p.work.preset) in notes else p for p in planned]
+
+
+def _cheaper_note(mine: PlannedJob, smaller: PlannedJob, measurements: Measurements) -> str:
+    """Why `mine` is priced cheaper per step than the smaller `smaller`: the measurements' own figures."""
+    preset, other = mine.work.preset, smaller.work.preset
+    ratio = (mine.estimate.seconds / mine.work.steps) / (smaller.estimate.seconds / smaller.work.steps)
+    note = f"{ratio:.2f}x {other}'s time a step at {parameter_count(preset) / parameter_count(other):.2f}x its size"
+    benchmarks = [measurements.throughput.get((p.device, p.work.preset)) for p in (mine, smaller)]
+    if all(p.estimate.source.startswith("benchmark of") for p in (mine, smaller)) and all(
+            b is not None and b.mfu_padded is not None for b in benchmarks):
+        a, b = benchmarks
+        return (f"{note}: benchmarked at {a.mfu_padded:.1%} vs {b.mfu_padded:.1%} of peak "
+                f"({a.flops_per_sample / b.flops_per_sample:.2f}x FLOPs, padding {a.padding_share:.0%} vs "
+                f"{b.padding_share:.0%})")
+    return f"{note}: as measured ({mine.estimate.source.split(' (')[0]})"
+
+
+def cpu_machines(measurements: Measurements, kind: str = CPU) -> dict[str, list[str]]:
+    """{machine description: the CPU measurements made on it}: the CPUs the plan's CPU rates assume."""
+    found: dict[str, list[str]] = {}
+    if kind in measurements.data_rates:
+        found.setdefault(measurements.data_rates[kind].machine.describe(), []).append(f"data/{kind}.json")
+    rates = measurements.stage_rates.get(kind)
+    if rates is not None:
+        for stage in rates.stages:
+            what = f"stages/{kind}.json" + (f" ({stage} fit)" if "fit" in rates.stages[stage] else "")
+            found.setdefault(rates.machine_of(stage).describe(), [])
+            if what not in found[rates.machine_of(stage).describe()]:
+                found[rates.machine_of(stage).describe()].append(what)
+    for (device_kind, preset), measured in sorted(measurements.throughput.items()):
+        if device_kind == kind:
+            found.setdefault(measured.machine.describe(), []).append(f"throughput/{kind}/{preset}.json")
+    return found
+
+
+def reference_machine(measurements: Measurements, kind: str = CPU) -> Machine | None:
+    """The machine a calibration compares this one with: the data fits' (their measured jobs are its reference)."""
+    rates = measurements.data_rates.get(kind)
+    return rates.machine if rates is not None else None
 
 
 def planned_job(params: dict, stage: str, wildcards: dict) -> PlannedJob:
@@ -182,9 +296,12 @@ def planned_job(params: dict, stage: str, wildcards: dict) -> PlannedJob:
     raise TpreproError(f"stage {stage}: the plan has no job with wildcards {dict(wildcards)}")
 
 
-def runtime_of(params: dict, stage: str, wildcards: dict) -> int | None:
-    """The SLURM minutes of the job of `stage` with Snakemake `wildcards`."""
-    return planned_job(params, stage, wildcards).runtime
+def runtime_of(params: dict, stage: str, wildcards: dict, attempt: int = 1) -> int | None:
+    """The SLURM minutes of the job of `stage` with Snakemake `wildcards`, at its `attempt`."""
+    planned = planned_job(params, stage, wildcards)
+    if attempt == 1:
+        return planned.runtime
+    return slurm_runtime(params, planned.job, planned.work, planned.wall_s, planned.device == CPU, attempt)[0]
 
 
 _PLANS: dict = {}
