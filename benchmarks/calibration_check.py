@@ -63,7 +63,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="calibration-check-") as scratch:
         for problems in SIZES:
             path = sized_params(args.params, Path(scratch), problems)
-            planned = {(p.job.values["split"], p.job.values["module"]): p
+            planned = {(p.work.split, p.work.module): p
                        for p in make_plan(load_params(path), str(path), measurements=measurements,
                                           calibration=first).jobs if p.job.stage == "data"}
 
