@@ -56,16 +56,19 @@ class Calibration:
     machine: Machine
     jobs: tuple[ReferenceJob, ...] = ()
     source: str = ""  # where the factor comes from, when not from a reference run here
+    load: tuple[float, ...] = ()  # the machine's 1-minute load average before and after the reference run
 
     def describe(self) -> str:
         if not self.jobs:
             return f"x{self.factor:.2f} ({self.source})"
         ratios = sorted(job.ratio for job in self.jobs)
+        load = f", load average {max(self.load):.1f}" if self.load else ""
         return (f"x{self.factor:.2f}: {self.machine.describe()}, the median of {len(self.jobs)} reference jobs' "
-                f"CPU seconds over the measured ones ({ratios[0]:.2f}-{ratios[-1]:.2f})")
+                f"CPU seconds over the measured ones ({ratios[0]:.2f}-{ratios[-1]:.2f}{load})")
 
     def as_record(self) -> dict:
         return {"factor": self.factor, "machine": self.machine.as_record(), "source": self.source,
+                "load_average": list(self.load),
                 "jobs": [{"job": j.name, "cpu_s": j.cpu_s, "reference_s": j.reference_s, "ratio": round(j.ratio, 3)}
                          for j in self.jobs]}
 
@@ -126,6 +129,7 @@ def calibrate(params_path: str, measurements: Measurements, kind: str = "cpu", t
         raise TpreproError(f"calibration: no vocab stage rate measured on {kind} (results/benchmarks/stages/{kind}.json)")
     tprepro = tprepro or str(Path(sys.executable).with_name("tprepro"))
     say = progress or (lambda text: None)
+    load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="tprepro-calibration-") as scratch:
         folder = Path(scratch)
 
@@ -148,4 +152,4 @@ def calibrate(params_path: str, measurements: Measurements, kind: str = "cpu", t
         done.append(ReferenceJob(f"vocab over {rows:,} problems", seconds, fitted))
         say(f"  vocab over {rows:,} problems: {seconds:.1f} CPU-s here, {fitted:.1f} fitted (x{seconds / fitted:.2f})")
     factor = statistics.median(job.ratio for job in done)
-    return Calibration(round(factor, 3), this_machine(), tuple(done))
+    return Calibration(round(factor, 3), this_machine(), tuple(done), load=(load, os.getloadavg()[0]))

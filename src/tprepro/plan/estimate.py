@@ -91,6 +91,20 @@ def _neighbour(measurements: Measurements, kind: str, stage: str, work: Work):
     return None
 
 
+def _generated_bytes(measurements: Measurements, kind: str, stage: str, work: Work) -> float | None:
+    """What a data job leaves on disk: from its module family's measured bytes (data/<kind>.json's disk), else
+    its stage's bytes per item in a pipeline run; None where neither is measured or its size is unknown."""
+    if work.items is None:
+        return None
+    family = measurements.data_rates[kind].disk.get(work.module.split("__")[0]) \
+        if work.module and kind in measurements.data_rates else None
+    if family is not None:
+        return family.bytes(work.items, work.shards or 1)
+    rates = measurements.stage_rates.get(kind)
+    per_item = rates.stages.get(stage, {}).get("bytes_per_item") if rates else None
+    return per_item * work.items if per_item is not None else None
+
+
 def _fitted_data_job(measurements: Measurements, kind: str, work: Work) -> tuple[float, str] | None:
     """(seconds, source) of a Mathematics data job from its (split, module)'s fit, or None."""
     rates = measurements.data_rates.get(kind)
@@ -108,9 +122,7 @@ def estimate(measurements: Measurements, kind: str, stage: str, work: Work) -> E
     """Job seconds and disk of `work` (a job of `stage`) on device kind `kind`."""
     disk = WEIGHT_COPIES * 4 * parameter_count(work.preset) if work.kind == "train" else None
     if work.kind == "generate":
-        rates = measurements.stage_rates.get(kind)
-        per_item = rates.stages.get(stage, {}).get("bytes_per_item") if rates else None
-        disk = per_item * work.items if per_item is not None and work.items is not None else None
+        disk = _generated_bytes(measurements, kind, stage, work)
     if work.items is None and work.kind != "fixed":
         return Estimate(None, "its size is in release files, not in the params", disk)
     fitted = _fitted_data_job(measurements, kind, work)

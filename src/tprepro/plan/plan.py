@@ -131,7 +131,7 @@ def slurm_runtime(params: dict, job: Job, work_: Work, seconds: float | None, on
     if seconds is None or seconds <= runtime * 60:
         return runtime, source, 1, _slow_node_note(job, work_, seconds, runtime, on_cpu)
     if work_.kind != "train":
-        return runtime, source, 1, f"estimate above its {runtime} min: not resumable, it would be killed"
+        return runtime, source, 1, f"estimate above its {runtime} min: {_retried(work_)}"
     segments = math.ceil(seconds / (max(1, runtime - WARNING_MINUTES) * 60))
     note = f"requeued: {segments} allocations of {runtime} min"
     if segments - 1 > work_.max_requeues:
@@ -143,9 +143,13 @@ def _slow_node_note(job: Job, work_: Work, seconds: float | None, runtime: int, 
     """What a CPU job whose runtime a node SLOWER_NODE x slower would pass goes through (none: "")."""
     if not on_cpu or seconds is None or seconds * SLOWER_NODE <= runtime * 60 or work_.kind == "train":
         return ""
-    how = "keeping its finished shards" if work_.kind == "generate" and (work_.shards or 0) > 1 else "from the start"
-    return (f"a node {SLOWER_NODE:g}x slower would pass its {runtime} min: the SLURM profile retries it with "
-            f"a longer limit, {how}")
+    return f"a node {SLOWER_NODE:g}x slower would pass its {runtime} min: {_retried(work_)}"
+
+
+def _retried(work_: Work) -> str:
+    """What happens to a job (not a training) killed at its limit."""
+    kept = "keeping its finished shards" if work_.kind == "generate" and (work_.shards or 0) > 1 else "from the start"
+    return f"killed, then retried with a longer limit (the SLURM profile's retries), {kept}"
 
 
 def cpu_factor(params: dict, job: Job, calibration: Calibration | None) -> tuple[float, str]:

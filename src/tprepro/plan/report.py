@@ -85,7 +85,8 @@ def _machines(plan: Plan) -> list[str]:
     return lines
 
 
-def _totals(plan: Plan) -> list[str]:
+def totals_lines(plan: Plan) -> list[str]:
+    """The plan's headline: jobs, GPU-/CPU-hours, disk, wall time, critical path, runtime rule."""
     totals = plan.totals()
     slots = f"{plan.gpus} GPU(s) and {plan.cores} CPU job slots"
     if totals["wall_s"] is not None:
@@ -103,7 +104,6 @@ def _totals(plan: Plan) -> list[str]:
         lines.append(f"longest data job: {duration(totals['longest_data_job_s'])} from start to end")
     lines.append(f"SLURM runtime where the params set none: {MARGIN} x the estimate (a CPU job's x {SLOWER_NODE:g} more: "
                  f"a node {SLOWER_NODE:g}x slower), at least {MIN_RUNTIME} min; a retry asks for its attempt's multiple")
-    lines += _machines(plan)
     if totals["requeued"]:
         lines.append(f"requeued jobs: {totals['requeued']} (above their SLURM limit; see the notes)")
     return lines
@@ -116,7 +116,7 @@ def table(plan: Plan, per_job: bool = False) -> str:
     for planned in plan.jobs:
         groups[planned.job.name if per_job else planned.job.rule].append(planned)
     numbers = _sources(plan)
-    name_width = max(3, *map(len, groups)) if per_job else 26
+    name_width = max(3, *map(len, groups)) + 1 if per_job else 26
     counts = lambda n, total: "" if per_job else f" {n:>4}"  # noqa: E731
     totals = lambda text: "" if per_job else f" {text:>10}"  # noqa: E731
     header = f"{'job' if per_job else 'rule':<{name_width}}{counts('n', 0)} {'work per job':<46} {'device':<6} " \
@@ -140,7 +140,7 @@ def table(plan: Plan, per_job: bool = False) -> str:
                      f"{_source_marks(group, numbers)}"[:WIDTH])
         for note in dict.fromkeys(p.note for p in group if p.note):
             lines.append(f"{'':<{name_width}}   ! {note}"[:WIDTH])
-    lines += ["", *_totals(plan), "", "sources (per job: tprepro plan --jobs, or --json):"]
+    lines += ["", *totals_lines(plan), *_machines(plan), "", "sources (per job: tprepro plan --jobs, or --json):"]
     lines += [line for source, number in numbers.items()
               for line in textwrap.wrap(f"[{number}] {source}", WIDTH, initial_indent="  ", subsequent_indent="      ")]
     lines += [f"measurements: {path}" for path in plan.measurements] or ["measurements: none found"]
