@@ -1,7 +1,8 @@
-"""The calibrated plan against real data jobs on the machine at hand: `tprepro plan`'s calibration (a
-reference run, tprepro.plan.calibrate), then data jobs of modules no doc singles out, at two sizes no fit
-used, each counted in CPU seconds with every process it started (tprepro.plan.cpu_seconds), beside the
-plan's estimate of the same job uncalibrated and calibrated; the calibration again at the end (its drift).
+"""The calibrated plan against real data jobs on the machine at hand: for each of two sizes no fit used,
+`tprepro plan`'s calibration (a reference run, tprepro.plan.calibrate) and then data jobs of modules no doc
+singles out, each counted in CPU seconds with every process it started (tprepro.plan.cpu_seconds), beside
+the plan's estimate of the same job uncalibrated and calibrated. A calibration is the machine's speed at
+the time: on a shared machine it drifts with the load (recorded), so each size is calibrated just before.
 
     python -m benchmarks.calibration_check --commit "$(git rev-parse --short HEAD)" \\
         --out results/benchmarks/calibration-check-cpu.json
@@ -56,16 +57,18 @@ def main() -> int:
     args = parser.parse_args()
     experiments()
     measurements = load_measurements()
-    print("calibration:", flush=True)
-    first = calibrate(args.params, measurements, tprepro=args.tprepro, progress=lambda line: print(line, flush=True))
-    print(first.describe(), flush=True)
-    rows = []
+    rows, calibrations = [], []
     with tempfile.TemporaryDirectory(prefix="calibration-check-") as scratch:
         for problems in SIZES:
+            print(f"calibration before the jobs of {problems:,} problems:", flush=True)
+            calibration = calibrate(args.params, measurements, tprepro=args.tprepro,
+                                    progress=lambda line: print(line, flush=True))
+            print(calibration.describe(), flush=True)
+            calibrations.append(calibration)
             path = sized_params(args.params, Path(scratch), problems)
             planned = {(p.work.split, p.work.module): p
                        for p in make_plan(load_params(path), str(path), measurements=measurements,
-                                          calibration=first).jobs if p.job.stage == "data"}
+                                          calibration=calibration).jobs if p.job.stage == "data"}
 
             def measure(job: tuple[str, str]) -> dict:
                 split, module = job
@@ -73,31 +76,27 @@ def main() -> int:
                 cpu = counted([args.tprepro, "data", "--params", str(path), "--split", split, "--module", module,
                                "--out", str(out), "--processes", "1"])["cpu_s"]
                 calibrated = planned[job].estimate.seconds
-                row = {"job": f"{split}/{module}", "problems": problems, "cpu_s": cpu,
-                       "plan_s": round(calibrated / first.factor, 3), "calibrated_s": round(calibrated, 3),
-                       "calibrated_over_measured": round(calibrated / cpu, 3)}
+                row = {"job": f"{split}/{module}", "problems": problems, "cpu_s": cpu, "factor": calibration.factor,
+                       "plan_s": round(calibrated / calibration.factor, 3), "calibrated_s": round(calibrated, 3),
+                       "calibrated_over_measured": round(calibrated / cpu, 3), "load_average": os.getloadavg()[0]}
                 print(f"  {row['job']} at {problems:,}: {cpu:.1f} CPU-s, plan {row['plan_s']:.1f}, "
                       f"calibrated {calibrated:.1f} ({row['calibrated_over_measured']:.2f})", flush=True)
                 return row
 
             with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
                 rows += list(pool.map(measure, JOBS))
-    print("calibration again:", flush=True)
-    last = calibrate(args.params, measurements, tprepro=args.tprepro, progress=lambda line: print(line, flush=True))
-    print(last.describe(), flush=True)
     ratios = [row["calibrated_over_measured"] for row in rows]
     within = sum(0.75 <= r <= 1.25 for r in ratios)
-    print(f"\n| job | problems | CPU s | plan (uncalibrated) | calibrated x{first.factor:.2f} | calibrated / measured |")
-    print("|---|---|---|---|---|---|")
+    print("\n| job | problems | CPU s | plan (uncalibrated) | factor | calibrated | calibrated / measured |")
+    print("|---|---|---|---|---|---|---|")
     for row in rows:
         print(f"| `{row['job']}` | {row['problems']:,} | {row['cpu_s']:.1f} | {row['plan_s']:.1f} | "
-              f"{row['calibrated_s']:.1f} | {row['calibrated_over_measured']:.2f} |")
+              f"x{row['factor']:.2f} | {row['calibrated_s']:.1f} | {row['calibrated_over_measured']:.2f} |")
     print(f"\n{within} of {len(rows)} within 25%; median {statistics.median(ratios):.2f}, "
-          f"range {min(ratios):.2f}-{max(ratios):.2f}; the calibration again: x{last.factor:.2f}")
+          f"range {min(ratios):.2f}-{max(ratios):.2f}")
     record = {"schema": "tprepro.calibration_check/1", "commit": args.commit,
-              "date": datetime.date.today().isoformat(), "machine": first.machine.as_record(),
-              "calibration": first.as_record(), "calibration_after": last.as_record(), "jobs": rows,
-              "within_25_percent": within}
+              "date": datetime.date.today().isoformat(), "machine": calibrations[0].machine.as_record(),
+              "calibrations": [c.as_record() for c in calibrations], "jobs": rows, "within_25_percent": within}
     atomic_write_text(args.out, json.dumps(record, indent=1) + "\n")
     print(f"wrote {args.out}")
     return 0

@@ -12,7 +12,7 @@ import pytest
 from helpers import REPO, copy_project, tool_env
 from plan_kit import write_stage_rates
 
-CONFIGS = ["params.yaml", "workflow/configs/cpu.yaml", "workflow/configs/paper.yaml"]
+CONFIGS = ["params.yaml", "workflow/configs/cpu.yaml", "workflow/configs/claims.yaml", "workflow/configs/paper.yaml"]
 
 
 def plan_json(params: str, *extra: str, cwd=REPO) -> dict:

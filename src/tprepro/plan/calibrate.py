@@ -15,6 +15,7 @@ the factor it prints as `cluster.<family>.cpu_factor` (docs/plan.md)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import statistics
 import sys
@@ -27,6 +28,8 @@ from tprepro.errors import TpreproError
 from tprepro.plan.cpu_seconds import counted
 from tprepro.plan.machine import Machine, this_machine
 from tprepro.plan.speeds import Measurements
+
+CPU = "cpu"  # the device kind of CPU measurements
 
 # (split, module, problems): data jobs measured at exactly these sizes in data/<kind>.json (4-7 s of CPU each
 # there), one per module family of the costly kinds and one cheap module at 20,000 problems in 4 shards.
@@ -73,7 +76,7 @@ class Calibration:
                          for j in self.jobs]}
 
 
-def reference_seconds(measurements: Measurements, kind: str = "cpu") -> dict[str, float]:
+def reference_seconds(measurements: Measurements, kind: str = CPU) -> dict[str, float]:
     """{"split/module@problems": CPU seconds} of each reference data job as data/<kind>.json measured it;
     an error names the file and the job where one is not there."""
     rates = measurements.data_rates.get(kind)
@@ -119,7 +122,7 @@ def _params(base: str, folder: Path, name: str, problems: int, modules: list[str
     return path
 
 
-def calibrate(params_path: str, measurements: Measurements, kind: str = "cpu", tprepro: str | None = None,
+def calibrate(params_path: str, measurements: Measurements, kind: str = CPU, tprepro: str | None = None,
               progress=None) -> Calibration:
     """Run the reference on this machine (see the module's doc); its factor. `params_path` is the base of the
     reference's params files (any valid params file: its grid and data settings are replaced)."""
@@ -153,3 +156,46 @@ def calibrate(params_path: str, measurements: Measurements, kind: str = "cpu", t
         say(f"  vocab over {rows:,} problems: {seconds:.1f} CPU-s here, {fitted:.1f} fitted (x{seconds / fitted:.2f})")
     factor = statistics.median(job.ratio for job in done)
     return Calibration(round(factor, 3), this_machine(), tuple(done), load=(load, os.getloadavg()[0]))
+
+
+def cpu_factor(params: dict, job, calibration: Calibration | None) -> tuple[float, str]:
+    """(factor, why) a CPU-priced job's measured seconds are multiplied by: its family's
+    `cluster.<family>.cpu_factor` (its partition's nodes, measured by a calibration job), else this machine's
+    calibration, else 1 (the measured machine's speed)."""
+    family = params["cluster"][job.family] if job.family else {}
+    if family.get("cpu_factor") is not None:
+        return family["cpu_factor"], f"cluster.{job.family}.cpu_factor"
+    if calibration is not None:
+        return calibration.factor, "calibrated on this machine"
+    return 1.0, ""
+
+
+def scaled(guess, factor: float, why: str):
+    """`guess` (an Estimate) with its seconds multiplied by `factor`, its source saying why."""
+    if guess.seconds is None or factor == 1.0:
+        return guess
+    return dataclasses.replace(guess, seconds=guess.seconds * factor, source=f"{guess.source}; x {factor:.2f} ({why})")
+
+
+def cpu_machines(measurements: Measurements, kind: str = CPU) -> dict[str, list[str]]:
+    """{machine description: the CPU measurements made on it}: the CPUs the plan's CPU rates assume."""
+    found: dict[str, list[str]] = {}
+    if kind in measurements.data_rates:
+        found.setdefault(measurements.data_rates[kind].machine.describe(), []).append(f"data/{kind}.json")
+    rates = measurements.stage_rates.get(kind)
+    if rates is not None:
+        for stage in rates.stages:
+            what = f"stages/{kind}.json" + (f" ({stage} fit)" if "fit" in rates.stages[stage] else "")
+            found.setdefault(rates.machine_of(stage).describe(), [])
+            if what not in found[rates.machine_of(stage).describe()]:
+                found[rates.machine_of(stage).describe()].append(what)
+    for (device_kind, preset), measured in sorted(measurements.throughput.items()):
+        if device_kind == kind:
+            found.setdefault(measured.machine.describe(), []).append(f"throughput/{kind}/{preset}.json")
+    return found
+
+
+def reference_machine(measurements: Measurements, kind: str = CPU) -> Machine | None:
+    """The machine a calibration compares this one with: the data fits' (their measured jobs are its reference)."""
+    rates = measurements.data_rates.get(kind)
+    return rates.machine if rates is not None else None

@@ -58,9 +58,8 @@ def run_plan(args) -> None:
 def this_calibration(args, measurements):
     """This machine's calibration when asked for (--calibrate), or by default when the machine the
     calibration compares with is known and is not this one (--no-calibrate: never); else None."""
-    from tprepro.plan.calibrate import calibrate
+    from tprepro.plan.calibrate import calibrate, reference_machine
     from tprepro.plan.machine import this_machine
-    from tprepro.plan.plan import reference_machine
 
     if args.no_calibrate:
         return None

@@ -3,15 +3,15 @@ totals and the wall time along the DAG."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tprepro.errors import TpreproError
-from tprepro.plan.calibrate import Calibration
+from tprepro.plan.calibrate import CPU, Calibration, cpu_factor, cpu_machines, scaled
+from tprepro.plan.cheaper import with_cheaper_notes
 from tprepro.plan.critical_path import critical_path, schedule
-from tprepro.plan.estimate import Estimate, estimate, parameter_count
+from tprepro.plan.estimate import Estimate, estimate
 from tprepro.job_graph import Job, jobs, upstream
 from tprepro.plan.machine import Machine, this_machine
 from tprepro.plan.speeds import BENCHMARKS, Measurements, load_measurements
@@ -24,7 +24,6 @@ MIN_RUNTIME = 10  # rounded up to whole minutes, at least this many minutes (sta
 #                   a job retried after its limit (the SLURM profile's `retries`) asks for `attempt` times it
 WARNING_MINUTES = 5  # training checkpoints on SLURM's USR1, 5 minutes before the limit (profiles/slurm)
 DATA_JOB_TARGET_S = 3600  # a data job with `cluster.data.cpus: null` gets the CPUs that finish it in about this
-CPU = "cpu"
 
 
 @dataclass(frozen=True)
@@ -152,24 +151,6 @@ def _retried(work_: Work) -> str:
     return f"killed, then retried with a longer limit (the SLURM profile's retries), {kept}"
 
 
-def cpu_factor(params: dict, job: Job, calibration: Calibration | None) -> tuple[float, str]:
-    """(factor, why) a CPU-priced job's measured seconds are multiplied by: its family's
-    `cluster.<family>.cpu_factor` (its partition's nodes, measured by a calibration job), else this machine's
-    calibration, else 1 (the measured machine's speed)."""
-    family = params["cluster"][job.family] if job.family else {}
-    if family.get("cpu_factor") is not None:
-        return family["cpu_factor"], f"cluster.{job.family}.cpu_factor"
-    if calibration is not None:
-        return calibration.factor, "calibrated on this machine"
-    return 1.0, ""
-
-
-def scaled(guess: Estimate, factor: float, why: str) -> Estimate:
-    if guess.seconds is None or factor == 1.0:
-        return guess
-    return Estimate(guess.seconds * factor, f"{guess.source}; x {factor:.2f} ({why})", guess.disk_bytes)
-
-
 def known_devices(params: dict, measurements: Measurements) -> set[str]:
     """The device kinds a plan can price on: cpu, those with a measurement, those the params' families name."""
     return {CPU, *(kind for kind, _ in measurements.throughput), *measurements.stage_rates,
@@ -227,67 +208,6 @@ def make_plan(params: dict, params_path: str = "params.yaml", device: str | None
                   | {r.path for r in measurements.data_rates.values()})
     return Plan(str(params_path), device, gpus, cores, planned, path_s, [job.name for job in path], wall, used,
                 cpu_machines(measurements), this_machine(), calibration)
-
-
-def with_cheaper_notes(planned: list[PlannedJob], measurements: Measurements) -> list[PlannedJob]:
-    """`planned` with a note on each training priced cheaper per step than a smaller model's of its stage and
-    device: what the two measurements say (where both are benchmarks, their MFU and padding)."""
-    found: dict[tuple, dict[str, PlannedJob]] = {}
-    for p in planned:
-        if p.work.kind == "train" and p.estimate.seconds is not None:
-            found.setdefault((p.job.stage, p.device), {}).setdefault(p.work.preset, p)
-    notes = {}
-    for (stage, device), priced in found.items():
-        step = {preset: p.estimate.seconds / p.work.steps for preset, p in priced.items()}
-        for preset, mine in priced.items():
-            smaller = [other for other in priced if parameter_count(other) < parameter_count(preset)
-                       and step[other] > step[preset]]
-            if smaller:
-                other = max(smaller, key=step.get)
-                notes[stage, device, preset] = _cheaper_note(mine, priced[other], measurements)
-    if not notes:
-        return planned
-    return [dataclasses.replace(p, note="; ".join(filter(None, [p.note, notes[p.job.stage, p.device, p.work.preset]])))
-            if (p.job.stage, p.device, p.work.preset) in notes else p for p in planned]
-
-
-def _cheaper_note(mine: PlannedJob, smaller: PlannedJob, measurements: Measurements) -> str:
-    """Why `mine` is priced cheaper per step than the smaller `smaller`: the measurements' own figures."""
-    preset, other = mine.work.preset, smaller.work.preset
-    ratio = (mine.estimate.seconds / mine.work.steps) / (smaller.estimate.seconds / smaller.work.steps)
-    note = f"{ratio:.2f}x {other}'s time a step at {parameter_count(preset) / parameter_count(other):.2f}x its size"
-    benchmarks = [measurements.throughput.get((p.device, p.work.preset)) for p in (mine, smaller)]
-    if all(p.estimate.source.startswith("benchmark of") for p in (mine, smaller)) and all(
-            b is not None and b.mfu_padded is not None for b in benchmarks):
-        a, b = benchmarks
-        return (f"{note}: benchmarked at {a.mfu_padded:.1%} vs {b.mfu_padded:.1%} of peak "
-                f"({a.flops_per_sample / b.flops_per_sample:.2f}x FLOPs, padding {a.padding_share:.0%} vs "
-                f"{b.padding_share:.0%})")
-    return f"{note}: as measured ({mine.estimate.source.split(' (')[0]})"
-
-
-def cpu_machines(measurements: Measurements, kind: str = CPU) -> dict[str, list[str]]:
-    """{machine description: the CPU measurements made on it}: the CPUs the plan's CPU rates assume."""
-    found: dict[str, list[str]] = {}
-    if kind in measurements.data_rates:
-        found.setdefault(measurements.data_rates[kind].machine.describe(), []).append(f"data/{kind}.json")
-    rates = measurements.stage_rates.get(kind)
-    if rates is not None:
-        for stage in rates.stages:
-            what = f"stages/{kind}.json" + (f" ({stage} fit)" if "fit" in rates.stages[stage] else "")
-            found.setdefault(rates.machine_of(stage).describe(), [])
-            if what not in found[rates.machine_of(stage).describe()]:
-                found[rates.machine_of(stage).describe()].append(what)
-    for (device_kind, preset), measured in sorted(measurements.throughput.items()):
-        if device_kind == kind:
-            found.setdefault(measured.machine.describe(), []).append(f"throughput/{kind}/{preset}.json")
-    return found
-
-
-def reference_machine(measurements: Measurements, kind: str = CPU) -> Machine | None:
-    """The machine a calibration compares this one with: the data fits' (their measured jobs are its reference)."""
-    rates = measurements.data_rates.get(kind)
-    return rates.machine if rates is not None else None
 
 
 def planned_job(params: dict, stage: str, wildcards: dict) -> PlannedJob:
