@@ -172,9 +172,9 @@ def test_report_holds_every_table_and_figure_with_its_caption(runs):
 # A data job of about 2 CPU-minutes at the measured speed (11 shards of 1,000 problems at about 11 ms each,
 # results/benchmarks/data/cpu.json) given a runtime of 1 minute on purpose. Its retries: more than the profile's
 # 2 (for nodes at most 2x slower than the plan's runtimes cover), as a test machine's load stretches wall time
-# (4x on 2 busy cores: 3 attempts of 1, 2 and 3 minutes made 8 of its 11 shards).
+# (on 2 cores at a load average of 15, attempts of 1 to 5 minutes made 6 of its 11 shards, the sixth the rest).
 RETRIED = ("train-easy", "probability__swr_p_sequence", 11_000, 1_000)
-RETRIES = 5
+RETRIES = 8
 
 
 def test_a_data_job_killed_at_its_limit_is_retried_with_a_longer_one_and_keeps_its_shards(
@@ -196,7 +196,7 @@ def test_a_data_job_killed_at_its_limit_is_retried_with_a_longer_one_and_keeps_i
     target = f"data/mathematics/{split}/{module}"
     log = run([sys.executable, "-m", "snakemake", "--profile", "profiles/slurm", "--jobs", "1", "--retries",
                str(RETRIES), "--slurm-init-seconds-before-status-checks", "1", "--seconds-between-status-checks", "2",
-               target], root, env, 2 * TIMEOUT)
+               target], root, env, 3 * TIMEOUT)
     submitted = re.findall(r"submitted with SLURM jobid (\d+)", log)
     shown = [run(["scontrol", "-o", "show", "job", job_id], root, env, 60) for job_id in submitted]
     states = [(re.search(r"JobState=(\w+)", s).group(1), re.search(r"TimeLimit=(\S+)", s).group(1)) for s in shown]

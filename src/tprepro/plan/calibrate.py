@@ -7,7 +7,8 @@ real generator, `--processes 1`, four module families) and a vocabulary slice ov
 listed VOCAB_COPIES times, priced by the vocab stage's fit), each counted in CPU seconds with every process it
 started (tprepro.plan.cpu_seconds). The factor is the median over those jobs of their CPU seconds here over
 the measured (or fitted) ones; the plan multiplies every CPU rate by it. About 30 CPU-seconds on the measured
-machine, two jobs at a time: under a minute on 2 cores.
+machine, two jobs at a time: under a minute on 2 cores. A shared machine's speed drifts with its load (x1.5
+to x1.9 within an hour on one, docs/calibration-2026-11-28.md): the factor is the speed at its time.
 
 On SLURM the plan runs on the login node, whose speed says nothing of the compute nodes: run the
 calibration as a job of the partition (`srun --partition cpu tprepro plan --params FILE --calibrate`) and set
