@@ -153,6 +153,9 @@ def test_a_families_cpu_factor_scales_its_jobs_and_a_calibration_the_others(tmp_
     assert data.estimate.seconds == pytest.approx(1.5 * 33.0) and data.cpu_factor == 1.5
     assert data.estimate.source.endswith("x 1.50 (cluster.data.cpu_factor)")
     assert tables.estimate.seconds == 8.0 and tables.cpu_factor == 1.0
+    from tprepro.plan.report import table
+
+    assert "\nCPU jobs priced x 1.50 (cluster.data.cpu_factor)\n" in table(plan)
     calibrated = make_plan(params, measurements=measured, calibration=Calibration(2.0, this_machine(), (), "a test"))
     assert _data_job(calibrated).estimate.seconds == pytest.approx(1.5 * 33.0)  # the partition's own factor wins
     tables = next(p for p in calibrated.jobs if p.job.rule == "tables")

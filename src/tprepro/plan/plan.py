@@ -37,7 +37,8 @@ class PlannedJob:
     segments: int = 1  # SLURM allocations it takes (> 1: killed at its limit and requeued)
     note: str = ""
     cpus: int = 1  # processes it runs (a data job generates its shards in parallel)
-    cpu_factor: float = 1.0  # its measured CPU seconds were multiplied by this (calibration, cluster.<family>.cpu_factor)
+    cpu_factor: float = 1.0  # its measured CPU seconds were multiplied by this
+    cpu_factor_from: str = ""  # why: cluster.<family>.cpu_factor, or this machine's calibration
 
     @property
     def wall_s(self) -> float | None:
@@ -195,7 +196,7 @@ def make_plan(params: dict, params_path: str = "params.yaml", device: str | None
         cpus = job_cpus(params, job, done, guess.seconds)
         runtime, source, segments, note = slurm_runtime(params, job, done, wall_seconds(guess.seconds, done, cpus),
                                                         on_cpu=kind == CPU)
-        planned.append(PlannedJob(job, done, kind, guess, runtime, source, segments, note, cpus, factor))
+        planned.append(PlannedJob(job, done, kind, guess, runtime, source, segments, note, cpus, factor, why))
     planned = with_cheaper_notes(planned, measurements)
     seconds = {p.job: p.wall_s or 0.0 for p in planned}
     kinds = {p.job: p.device for p in planned}

@@ -75,13 +75,12 @@ def _machines(plan: Plan) -> list[str]:
              for line in textwrap.wrap(f"CPU rates measured on {machine}: {', '.join(files)}", WIDTH,
                                        subsequent_indent="    ")]
     here = f"this machine: {plan.machine.describe()}" if plan.machine else "this machine: unknown"
-    factors = sorted({(p.cpu_factor, p.estimate.source.rsplit('(', 1)[-1].rstrip(')'))
-                      for p in plan.jobs if p.device == "cpu" and p.cpu_factor != 1.0})
+    factors = sorted({(p.cpu_factor, p.cpu_factor_from) for p in plan.jobs if p.cpu_factor_from.startswith("cluster.")})
     if plan.calibration is not None:
         lines.append(f"{here}; calibrated {plan.calibration.describe()}")
     else:
         lines.append(f"{here}; CPU jobs priced at the measured speed (`--calibrate` measures this machine's)")
-    lines += [f"CPU jobs priced x {factor:.2f} ({why})" for factor, why in factors if why.startswith("cluster.")]
+    lines += [f"CPU jobs priced x {factor:.2f} ({why})" for factor, why in factors]
     return lines
 
 
@@ -117,9 +116,9 @@ def table(plan: Plan, per_job: bool = False) -> str:
         groups[planned.job.name if per_job else planned.job.rule].append(planned)
     numbers = _sources(plan)
     name_width = max(3, *map(len, groups)) + 1 if per_job else 26
-    counts = lambda n, total: "" if per_job else f" {n:>4}"  # noqa: E731
+    counts = lambda n: "" if per_job else f" {n:>4}"  # noqa: E731
     totals = lambda text: "" if per_job else f" {text:>10}"  # noqa: E731
-    header = f"{'job' if per_job else 'rule':<{name_width}}{counts('n', 0)} {'work per job':<46} {'device':<6} " \
+    header = f"{'job' if per_job else 'rule':<{name_width}}{counts('n')} {'work per job':<46} {'device':<6} " \
              f"{'cpus':>4} {'per job':>10}{totals('all')} {'disk':>9} {'SLURM min':>9}  source"
     lines = [f"plan of {plan.params_path}", header, "-" * len(header)]
     for name, group in groups.items():
@@ -134,7 +133,7 @@ def table(plan: Plan, per_job: bool = False) -> str:
             else f"{runtimes[0] or '-'}-{runtimes[-1] or '-'}")
         cpus = sorted({p.cpus for p in group})
         cpus_text = str(cpus[0]) if len(cpus) == 1 else f"{cpus[0]}-{cpus[-1]}"
-        lines.append(f"{name:<{name_width}}{counts(len(group), 0)} {_work(first)[:46]:<46} {first.device[:6]:<6} "
+        lines.append(f"{name:<{name_width}}{counts(len(group))} {_work(first)[:46]:<46} {first.device[:6]:<6} "
                      f"{cpus_text:>4} {per:>10}{totals(duration(known))} "
                      f"{size(disk) if first.work.kind in ('generate', 'train') else '':>9} {runtime[:9]:>9}  "
                      f"{_source_marks(group, numbers)}"[:WIDTH])

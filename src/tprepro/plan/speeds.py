@@ -270,7 +270,6 @@ class DataRates:
     path: str
     machine: Machine = UNKNOWN_MACHINE
     disk: dict = field(default_factory=dict)  # module family -> DiskRate (shards' bytes), where measured
-    disk_source: str = ""
 
 
 def data_rates_path(kind: str, root: Path = BENCHMARKS) -> Path:
@@ -309,9 +308,8 @@ def read_data_rates(path: Path) -> DataRates:
                      "seconds per problem")
         rates[job] = DataRate(float(entry["fixed_s"]), float(entry["seconds_per_problem"]),
                               tuple(entry.get("sizes", ())), tuple(entry.get("cpu_s", ())))
-    disk, disk_source = _read_disk(data.get("disk"), path)
     return DataRates(data["device_kind"], data["device"], data["commit"], data["date"], data["source"], rates,
-                     str(path), read_machine(data.get("machine"), path), disk, disk_source)
+                     str(path), read_machine(data.get("machine"), path), _read_disk(data.get("disk"), path))
 
 
 SHARD_BYTES = (0.0, 1e7)  # a shard's bytes beside its rows (parquet's footer and schema)
@@ -329,10 +327,10 @@ class DiskRate:
         return self.shard_bytes * shards + self.bytes_per_problem * problems
 
 
-def _read_disk(entry, path: Path) -> tuple[dict, str]:
-    """({module family: DiskRate}, where from) of a data file's `disk` entry (absent: none)."""
+def _read_disk(entry, path: Path) -> dict:
+    """{module family: DiskRate} of a data file's `disk` entry (absent: none), checked."""
     if entry is None:
-        return {}, ""
+        return {}
     families = entry.get("per_family") if isinstance(entry, dict) else None
     if not isinstance(families, dict) or not all(isinstance(entry.get(k), str) for k in ("commit", "date", "by")):
         raise TpreproError(f"{path}: disk: expected per_family (family -> shard_bytes, bytes_per_problem), commit, "
@@ -346,7 +344,7 @@ def _read_disk(entry, path: Path) -> tuple[dict, str]:
                                               "shard's fixed bytes"),
                                  check_number(rate.get("bytes_per_problem"), path, f"{where}.bytes_per_problem",
                                               BYTES_PER_PROBLEM, "bytes per problem"))
-    return rates, f"{entry['by']} ({entry['commit']}, {entry['date']})"
+    return rates
 
 
 def update_data_disk(kind: str, disk: dict, root: Path = BENCHMARKS) -> Path:
