@@ -13,7 +13,7 @@ ALGOLISP_ORACLE := program-synthesis==0.1.2
 export PATH := $(BIN):$(PATH)
 export TPREPRO_GENERATE_PYTHON := $(abspath $(GEN))/bin/python
 
-.PHONY: help install system-deps run dvc-commit dvc-yaml ui test test-fast bench clean
+.PHONY: help install system-deps run dvc-commit dvc-yaml docs-plan ui test test-fast bench clean
 
 ## help: list these targets
 help:
@@ -69,6 +69,10 @@ dvc-commit:
 ## dvc-yaml: regenerate dvc.yaml from the stages the experiments declare (after editing one)
 dvc-yaml: $(VENV)/.installed
 	$(BIN)/tprepro dvc-yaml --out dvc.yaml
+
+## docs-plan: regenerate the plan figures docs/plan.md and docs/rehearsal.md quote (after a measurement changes)
+docs-plan: $(VENV)/.installed
+	$(BIN)/python -m tprepro.plan.quoted
 
 # The single-node SLURM the tests start (tests/slurm/local_slurm.sh) needs Debian's
 # SLURM and munge packages; apt-get runs only when one of them is missing.

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import platform
 import shutil
 import sys
 import tempfile
@@ -31,6 +30,7 @@ from pathlib import Path
 from tprepro.experiments import experiments
 from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE, TRAIN_SPLITS, split_modules
 from tprepro.params import load_params
+from tprepro.plan.machine import cpu_name
 from tprepro.plan.speeds import DataRate, write_data_rates
 
 from benchmarks.measure_jobs import measurement_arguments, timed_job
@@ -112,7 +112,7 @@ def main() -> int:
     missing = sorted(set(points) - set(rates))
     if missing:
         print(f"\nnot fitted (fewer than two sizes): {', '.join(missing)}")
-    out = write_data_rates(rates, kind=args.kind, device=platform.processor() or platform.machine(), commit=args.commit,
+    out = write_data_rates(rates, kind=args.kind, device=cpu_name(), commit=args.commit,
                            date=datetime.date.today().isoformat(),
                            source="real data jobs timed at " + ", ".join(run.split("=", 1)[0] for run in args.run),
                            root=args.root)

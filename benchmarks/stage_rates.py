@@ -25,18 +25,10 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import platform
 import shlex
 import statistics
 import sys
 from pathlib import Path
-
-
-def cpu_name() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown CPU"
 
 
 def folder_bytes(path: Path) -> int:
@@ -101,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from tprepro.experiments import experiments
     from tprepro.params import load_params
+    from tprepro.plan.machine import cpu_name
     from tprepro.plan.speeds import BENCHMARKS, write_stage_rates
 
     experiments()

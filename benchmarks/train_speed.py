@@ -123,6 +123,7 @@ def measure(preset: str, files, vocab, questions: list[str], args, cache_dir: Pa
     real_per_sample = statistics.fmean(w["tokens_per_s"] / w["samples_per_s"] for w in steady)
     result = {
         "schema": THROUGHPUT_SCHEMA, "preset": preset, "arch": job.model.arch, "device_kind": device_kind(trainer.device),
+        "task": args.experiment,  # whose data it trained on: the plan prices only that task's trainings with it
         **stamp(trainer.device),
         "batch_size": config.batch_size, "precision": "bf16" if trainer.amp else "fp32", "compile": trainer.compiled,
         "threads": torch.get_num_threads() if trainer.device.type == "cpu" else None, "steps": config.steps,

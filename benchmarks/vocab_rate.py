@@ -14,15 +14,14 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import os
 import sys
 import tempfile
 from pathlib import Path
 
-from tprepro.data.shards import open_dataset, shard_name, write_manifest
 from tprepro.experiments import experiments
 from tprepro.experiments.mathematics.modules import TRAIN_SPLITS
 from tprepro.params import load_params
+from tprepro.plan.calibrate import replicate as replicate_dataset
 from tprepro.plan.speeds import update_stage_rate
 
 from benchmarks.data_rates import fit  # the same least squares as the data jobs'
@@ -31,20 +30,8 @@ from benchmarks.measure_jobs import measurement_arguments, timed_job
 
 def replicate(source: Path, target: Path, copies: int) -> int:
     """`target`: each dataset of `source`'s training splits with its shards listed `copies` times; its rows."""
-    rows = 0
-    for split in TRAIN_SPLITS:
-        for dataset_dir in sorted((source / split).iterdir()):
-            dataset = open_dataset(dataset_dir, verify=False)
-            out = target / split / dataset_dir.name
-            out.mkdir(parents=True)
-            paths = []
-            for copy in range(copies):
-                for shard in dataset.files:
-                    paths.append(out / shard_name(len(paths)))
-                    os.symlink(shard.resolve(), paths[-1])
-            write_manifest(out, paths, **{k: v for k, v in dataset.manifest.items() if k not in ("rows", "shards")})
-            rows += dataset.rows * copies
-    return rows
+    return sum(replicate_dataset(dataset_dir, target / split / dataset_dir.name, copies)
+               for split in TRAIN_SPLITS for dataset_dir in sorted((source / split).iterdir()))
 
 
 def timed_vocab(params: str, train: Path, times: Path, tprepro: str) -> float:

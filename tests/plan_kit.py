@@ -18,7 +18,7 @@ def write_throughput(root: Path, device_kind: str, preset: str, samples_per_s: f
               "flops_per_sample": 1.0e7, "mfu_real": None, "mfu_padded": None, "peak_flops": None,
               "padding_share": 0.1, "data_wait_share": 0.0, "seconds_to_step_100": None, "recompiles": None,
               "peak_memory_bytes": None, "final_loss": 2.0, "decode_problems_per_s": None,
-              "real_tokens_per_sample": 40.0, **extra}
+              "real_tokens_per_sample": 40.0, "task": "mathematics", **extra}
     return write(record, root / "throughput")
 
 

@@ -4,7 +4,6 @@ its folder made), and shown as a markdown table."""
 from __future__ import annotations
 
 import json
-import platform
 import re
 import subprocess
 import time
@@ -14,6 +13,7 @@ from pathlib import Path
 import torch
 
 from tprepro.io import atomic_write_text
+from tprepro.plan.machine import cpu_name
 
 from benchmarks.kit.sample import REPO
 
@@ -22,15 +22,6 @@ def commit() -> str:
     """The checkout's short commit ("unknown" outside a git checkout)."""
     done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
     return done.stdout.strip() or "unknown"
-
-
-def cpu_name() -> str:
-    """The CPU's model name (/proc/cpuinfo), else what the platform says."""
-    cpuinfo = Path("/proc/cpuinfo")
-    for line in cpuinfo.read_text().splitlines() if cpuinfo.is_file() else []:
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown CPU"
 
 
 def device_name(device: torch.device | str = "cpu") -> str:

@@ -230,21 +230,24 @@ def stage_resources(stage: str, params: dict, workflow) -> dict:
     workstation they are None, so its job listing shows no SLURM partition or GPU request. A family
     without a `runtime` gets each job's from `tprepro plan` (tprepro.plan.plan.slurm_runtime, by the
     job's wildcards); one without `cpus`, its CPUs (tprepro.plan.plan.job_cpus: a data job's, to finish
-    its shards in about an hour)."""
+    its shards in about an hour). A job retried after a failure (the SLURM profile's `retries`; a time
+    limit is one) asks for its Snakemake `attempt` times its runtime (training excepted: it requeues in
+    allocations of one length), up to the family's time_limit."""
     from tprepro.experiments import stage as registered
 
     family = registered(stage).family
     job = params["cluster"][family]
-    runtime = job["runtime"]
-    if runtime is None:
-        def runtime(wildcards):
-            from tprepro.plan.plan import runtime_of
 
-            minutes = runtime_of(params, stage, dict(wildcards.items()))
+    def runtime(wildcards, attempt):
+        from tprepro.plan.plan import runtime_of
+
+        if job["runtime"] is None or attempt > 1:
+            minutes = runtime_of(params, stage, dict(wildcards.items()), attempt)
             if minutes is None and submits_to_slurm(workflow):
                 raise TpreproError(f"params cluster.{family}.runtime: not set, and `tprepro plan` has no "
                                    "measurement to derive it from for this job (docs/plan.md): set it")
             return minutes
+        return job["runtime"]
     cpus = job["cpus"]
     if cpus is None:
         def cpus(wildcards):

@@ -51,7 +51,7 @@ def test_a_slow_data_job_gets_the_cpus_that_finish_its_shards_in_about_an_hour(t
     shard_s = slow.estimate.seconds / 134
     assert slow.cpus == math.ceil(134 / math.floor(DATA_JOB_TARGET_S / shard_s)) > 1
     assert slow.wall_s <= DATA_JOB_TARGET_S < slow.estimate.seconds
-    assert slow.runtime == math.ceil(slow.wall_s * 1.5 / 60)  # the SLURM request follows the wall time
+    assert slow.runtime == math.ceil(slow.wall_s * 1.5 * 2 / 60)  # the SLURM request follows the wall time, on a node 2x slower
     assert fast.cpus == 1 and fast.wall_s == fast.estimate.seconds
     assert make_plan(params, measurements=load_measurements(tmp_path)).totals()["longest_data_job_s"] == slow.wall_s
 

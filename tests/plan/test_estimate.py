@@ -50,6 +50,22 @@ def test_another_architecture_is_no_neighbour(tmp_path):
     assert found.status == "unmeasured"
 
 
+def test_a_benchmark_at_another_task_prices_nothing_there(tmp_path):
+    """Issue 55: the two-variable trainings were priced by parameter count from the Mathematics benchmark of
+    transformer_paper (17 s for 100,000 steps; the UT measured on their own task needs 22 min)."""
+    write_throughput(tmp_path, "h100", "transformer_paper", 2000.0)  # on the Mathematics data
+    two_variable = Work("train", 12_800_000, "wangperawong_transformer", 100_000, 128, 20, 3)
+    found = estimate(load_measurements(tmp_path), "h100", "two-variable-train", two_variable)
+    assert found.status == "unmeasured" and "at two_variable" in found.source
+    write_throughput(tmp_path, "h100", "wangperawong_ut", 9600.0, task="two_variable")  # another architecture
+    assert estimate(load_measurements(tmp_path), "h100", "two-variable-train", two_variable).status == "unmeasured"
+    ut = Work("train", 12_800_000, "wangperawong_ut", 100_000, 128, 20, 3)
+    found = estimate(load_measurements(tmp_path), "h100", "two-variable-train", ut)
+    assert found.seconds == pytest.approx(12_800_000 / 9600.0) and found.source.startswith("benchmark of wangperawong_ut")
+    assert estimate(load_measurements(tmp_path), "h100", "train", Work("train", 64_000, "wangperawong_ut", 1000, 64,
+                                                                       4, 3)).status == "unmeasured"
+
+
 def test_decoding_without_a_decode_rate_is_unmeasured(tmp_path):
     write_throughput(tmp_path, "h100", "transformer_paper", 2000.0)  # decode_problems_per_s: null
     decode = Work("decode", 10_000, "transformer_paper")

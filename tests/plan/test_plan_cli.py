@@ -12,11 +12,12 @@ import pytest
 from helpers import REPO, copy_project, tool_env
 from plan_kit import write_stage_rates
 
-CONFIGS = ["params.yaml", "workflow/configs/cpu.yaml", "workflow/configs/paper.yaml"]
+CONFIGS = ["params.yaml", "workflow/configs/cpu.yaml", "workflow/configs/claims.yaml", "workflow/configs/paper.yaml"]
 
 
 def plan_json(params: str, *extra: str, cwd=REPO) -> dict:
-    out = subprocess.run([sys.executable, "-m", "tprepro", "plan", "--params", params, "--json", "-", *extra],
+    out = subprocess.run([sys.executable, "-m", "tprepro", "plan", "--params", params, "--no-calibrate", "--json", "-",
+                          *extra],
                          cwd=cwd, env=tool_env(), capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout)
@@ -36,19 +37,48 @@ def test_every_shipped_configuration_is_priced(config):
         assert {j["status"] for j in data} == {"measured"} and len(data) == 239
         assert max(j["wall_s"] for j in data) <= 3600  # each in about an hour, on the CPUs the plan gives it
         assert totals["cpu_hours"] is None and totals["cpu_unmeasured"] > 0  # release-sized jobs: unknown, said so
+        assert totals["priced_cpu_hours"] == pytest.approx(sum(j["seconds"] for j in plan["jobs"] if j["device"] == "cpu"
+                                                               and j["seconds"] is not None) / 3600)
+    for job in plan["jobs"]:  # issue 55: every priced CPU job's runtime holds on a node 2x slower
+        if job["device"] == "cpu" and job["seconds"] is not None and "estimate" in job["runtime_source"]:
+            assert job["runtime_min"] * 60 >= 2 * job["wall_s"], job["outputs"]
+
+
+def _table(*extra: str) -> str:
+    out = subprocess.run([sys.executable, "-m", "tprepro", "plan", "--params", "workflow/configs/paper.yaml",
+                          "--no-calibrate", *extra], cwd=REPO, env=tool_env(), capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert max(map(len, out.stdout.splitlines())) <= 160
+    return out.stdout
 
 
 def test_the_table_names_each_rule_and_the_totals():
-    out = subprocess.run([sys.executable, "-m", "tprepro", "plan", "--params", "workflow/configs/paper.yaml",
-                          "--device", "h100", "--gpus", "8"], cwd=REPO, env=tool_env(), capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    assert re.search(r"^train\s+2\s+716,800,000 samples trained \(700,000 x 1,024\)\s+h100", out.stdout, re.M)
-    assert "on 8 GPU(s)" in out.stdout
-    # the GPU jobs are unmeasured: no total leaves them out without saying so
-    assert re.search(r"^GPU-hours: unknown \(\d+ jobs unmeasured\)", out.stdout, re.M)
-    assert re.search(r"^wall time: unknown \(\d+ jobs unmeasured\); of the priced jobs", out.stdout, re.M)
-    assert max(map(len, out.stdout.splitlines())) <= 160
-    assert re.search(r"^  \[1\] ", out.stdout, re.M)  # each source once, below the table
+    out = _table("--device", "h100", "--gpus", "8")
+    assert re.search(r"^train\s+2\s+716,800,000 samples trained \(700,000 x 1,024\)\s+h100", out, re.M)
+    assert "on 8 GPU(s)" in out
+    # some GPU jobs are unmeasured: no total leaves them out without saying so, and the priced ones' sum is beside it
+    assert re.search(r"^GPU-hours: unknown \(\d+ jobs unmeasured\); \d+\.\d\d of the priced jobs", out, re.M)
+    assert re.search(r"CPU-hours: unknown \(6 jobs unmeasured\); \d+\.\d\d of the priced jobs", out)
+    assert re.search(r"^wall time: unknown \(\d+ jobs unmeasured\); of the priced jobs", out, re.M)
+    assert re.search(r"^  \[1\] ", out, re.M)  # each source once, below the table
+    # the CPUs its CPU rates assume, and this machine
+    assert "CPU rates measured on unknown CPU (2 cores, torch 2.13.0+cpu): data/cpu.json" in out
+    assert "CPU rates measured on Intel(R) Xeon(R) Processor (2 cores, torch 2.13.0+cpu): stages/cpu.json" in out
+    assert re.search(r"^this machine: .+; CPU jobs priced at the measured speed", out, re.M)
+
+
+def test_no_two_job_names_print_alike():
+    """Issue 55: --jobs cut names at 40 characters, so 10 names stood for two jobs each."""
+    from tprepro.experiments import experiments
+    from tprepro.job_graph import jobs
+    from tprepro.params import load_params
+
+    experiments()
+    out = _table("--jobs")
+    rows = out.split("\n-", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    names = [row.split("  ")[0].rstrip() for row in rows if not row.startswith(" ")]
+    expected = [job.name for job in jobs(load_params(str(REPO / "workflow/configs/paper.yaml")))]
+    assert names == expected and len(set(names)) == len(names) == 318
 
 
 def test_an_unknown_device_is_refused():
@@ -85,7 +115,7 @@ def test_the_plan_of_paper_yaml_and_snakemakes_slurm_dry_run_have_the_same_jobs_
     plan = plan_json(config, cwd=root)
     planned = {frozenset(job["outputs"]): job for job in plan["jobs"]}
     assert set(listed) == set(planned) and len(planned) == plan["totals"]["jobs"]
-    derived = 0
+    derived = covered = 0
     for outputs, job in planned.items():
         resources = listed[outputs]
         if job["family"] is None:
@@ -94,7 +124,12 @@ def test_the_plan_of_paper_yaml_and_snakemakes_slurm_dry_run_have_the_same_jobs_
         assert int(resources["runtime"]) == job["runtime_min"], job["rule"]
         assert int(resources["cpus_per_task"]) == job["cpus"], job["rule"]
         derived += "estimate" in job["runtime_source"]
+        if job["device"] == "cpu" and job["wall_s"] is not None:  # issue 55: a node 2x slower finishes it
+            assert int(resources["runtime"]) * 60 >= 2 * job["wall_s"], job["outputs"]
+            covered += 1
     assert derived >= 2  # vocab and tables take theirs from the plan
+    assert covered == sum(job["device"] == "cpu" and job["seconds"] is not None and job["family"] is not None
+                          for job in plan["jobs"]) > 239
 
 
 def test_actual_compares_the_recorded_runs_with_the_estimate(tmp_path):

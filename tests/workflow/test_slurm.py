@@ -167,3 +167,44 @@ def test_report_holds_every_table_and_figure_with_its_caption(runs):
         name = Path(path).name
         embedded = re.search(rf"filename={re.escape(name)};base64,([A-Za-z0-9+/=]+)", html)
         assert embedded and base64.b64decode(embedded.group(1)) == (root / path).read_bytes(), name
+
+
+# A data job of about 2 CPU-minutes at the measured speed (11 shards of 1,000 problems at about 11 ms each,
+# results/benchmarks/data/cpu.json) given a runtime of 1 minute on purpose. Its retries: more than the profile's
+# 2 (for nodes at most 2x slower than the plan's runtimes cover), as a test machine's load stretches wall time
+# (on 2 cores at a load average of 15, attempts of 1 to 5 minutes made 6 of its 11 shards, the sixth the rest).
+RETRIED = ("train-easy", "probability__swr_p_sequence", 11_000, 1_000)
+RETRIES = 8
+
+
+def test_a_data_job_killed_at_its_limit_is_retried_with_a_longer_one_and_keeps_its_shards(
+        tmp_path, slurm_conf, generate_python):
+    """Issue 55: SLURM kills the job at its limit (TIMEOUT); the profile's `retries` submits it again with
+    `attempt` times the runtime (tprepro.workflow.stage_resources), and the retry makes only the shards the
+    killed attempt did not finish; the dataset is whole."""
+    from tprepro.data.shards import open_dataset
+
+    split, module, problems, rows_per_shard = RETRIED
+    params = slurm_params()
+    params["grid"]["modules"] = [module]
+    params["interpret"]["module"] = module
+    params["data"].update(train_per_module=problems, rows_per_shard=rows_per_shard)
+    params["cluster"]["data"].update(runtime=1, cpus=1)
+    root = copy_project(tmp_path / "repo")
+    write_params(root / "params.yaml", params)
+    env = tool_env(TPREPRO_GENERATE_PYTHON=str(generate_python), SLURM_CONF=str(slurm_conf))
+    target = f"data/mathematics/{split}/{module}"
+    log = run([sys.executable, "-m", "snakemake", "--profile", "profiles/slurm", "--jobs", "1", "--retries",
+               str(RETRIES), "--slurm-init-seconds-before-status-checks", "1", "--seconds-between-status-checks", "2",
+               target], root, env, 3 * TIMEOUT)
+    submitted = re.findall(r"submitted with SLURM jobid (\d+)", log)
+    shown = [run(["scontrol", "-o", "show", "job", job_id], root, env, 60) for job_id in submitted]
+    states = [(re.search(r"JobState=(\w+)", s).group(1), re.search(r"TimeLimit=(\S+)", s).group(1)) for s in shown]
+    print("SLURM attempts:", states)
+    assert len(states) >= 2 and states[0] == ("TIMEOUT", "00:01:00"), log[-3000:]
+    assert states[-1] == ("COMPLETED", f"00:0{len(states)}:00")  # attempt k asks for k x the runtime
+    assert all(state == "TIMEOUT" for state, _ in states[:-1])
+    job_log = (root / "logs" / "data" / split / f"{module}.log").read_text()
+    kept = re.search(rf"{split}/{module}: (\d+) of (\d+) shards kept from an interrupted earlier run", job_log)
+    assert kept and 0 < int(kept.group(1)) < int(kept.group(2)) == problems // rows_per_shard, job_log[-2000:]
+    assert open_dataset(root / target).rows == problems  # every shard verified against its manifest

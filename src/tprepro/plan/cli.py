@@ -17,6 +17,13 @@ def plan_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", metavar="FILE", help="also write the plan as JSON (- for standard output only)")
     parser.add_argument("--actual", action="store_true",
                         help="compare with what the runs recorded in MLflow: estimate vs actual per rule")
+    calibration = parser.add_mutually_exclusive_group()
+    calibration.add_argument("--calibrate", action="store_true",
+                             help="measure this machine's CPU speed against the measured one (a reference run of "
+                                  "real data jobs and a vocabulary slice, under a minute) and scale every CPU rate "
+                                  "by it; the default when the measured machine is known and this one differs")
+    calibration.add_argument("--no-calibrate", action="store_true",
+                             help="price CPU jobs at the measured machine's speed, whatever this one is")
 
 
 def run_plan(args) -> None:
@@ -25,10 +32,13 @@ def run_plan(args) -> None:
     from tprepro.params import load_params
     from tprepro.plan.plan import make_plan
     from tprepro.plan.report import as_json, table
+    from tprepro.plan.speeds import BENCHMARKS, load_measurements
 
     experiments()
     params = load_params(args.params)
-    plan = make_plan(params, args.params, args.device, args.gpus, args.cores)
+    measurements = load_measurements(BENCHMARKS)
+    plan = make_plan(params, args.params, args.device, args.gpus, args.cores, measurements,
+                     this_calibration(args, measurements))
     if args.json == "-":
         json.dump(as_json(plan), sys.stdout, indent=1)
         print()
@@ -43,3 +53,20 @@ def run_plan(args) -> None:
         print(compare(plan, recorded(params)))
     else:
         print(table(plan, per_job=args.jobs))
+
+
+def this_calibration(args, measurements):
+    """This machine's calibration when asked for (--calibrate), or by default when the machine the
+    calibration compares with is known and is not this one (--no-calibrate: never); else None."""
+    from tprepro.plan.calibrate import calibrate, reference_machine
+    from tprepro.plan.machine import this_machine
+
+    if args.no_calibrate:
+        return None
+    measured, here = reference_machine(measurements), this_machine()
+    if not args.calibrate and (measured is None or not measured.known or measured.cpu == here.cpu):
+        return None
+    why = "asked for" if args.calibrate else f"the CPU rates were measured on {measured.describe()}"
+    print(f"calibrating {here.describe()} ({why}; --no-calibrate to skip): a reference run of under a minute",
+          file=sys.stderr)
+    return calibrate(args.params, measurements, progress=lambda line: print(line, file=sys.stderr))

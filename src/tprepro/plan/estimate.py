@@ -2,10 +2,11 @@
 
 A job's seconds come from, in this order: the rate its stage (and preset) had in a measured pipeline
 run on that device kind (stages/<kind>.json); for training and decoding, a preset's benchmark
-(throughput/<kind>/<preset>.json) plus the stage's measured fixed part where there is one; a
-measured preset of the same architecture on the same device kind, scaled by parameter count (6 N
-FLOPs per token either way, so seconds per item go as N): "extrapolated from <preset>". Anything
-else is "unmeasured": never guessed."""
+(throughput/<kind>/<preset>.json) on the job's own task (the experiment whose data it trained on: a
+sample's length is the task's) plus the stage's measured fixed part where there is one; a measured
+preset of the same architecture on the same device kind and task, scaled by parameter count (6 N FLOPs
+per token either way, so seconds per item go as N): "extrapolated from <preset>". Anything else is
+"unmeasured": never guessed, and never carried from one task to another."""
 
 from __future__ import annotations
 
@@ -46,13 +47,26 @@ def _arch(preset: str) -> str:
     return resolve_model_config(preset, {}, where=preset).arch
 
 
+def task_of(stage: str) -> str:
+    """The experiment whose data a stage's jobs run on (the task a benchmark must have measured)."""
+    from tprepro.experiments import experiment_of
+
+    return experiment_of(stage).name
+
+
+def benchmark_on_task(measurements: Measurements, kind: str, preset: str, stage: str):
+    """`preset`'s benchmark on `kind` if it trained on `stage`'s task, else None."""
+    benchmark = measurements.throughput.get((kind, preset))
+    return benchmark if benchmark is not None and benchmark.task == task_of(stage) else None
+
+
 def _measured(measurements: Measurements, kind: str, stage: str, work: Work, preset: str):
-    """(fixed seconds, seconds per item, source) measured for `preset` itself, or None."""
+    """(fixed seconds, seconds per item, source) measured for `preset` itself at the job's task, or None."""
     rates = measurements.stage_rates.get(kind)
     rate = rates.rate(stage, preset if work.kind in ("train", "decode") else None) if rates else None
     if rate is not None:
         return rate.fixed_s, rate.seconds_per_item, rates.measured_by(stage)
-    benchmark = measurements.throughput.get((kind, preset)) if work.kind in ("train", "decode") else None
+    benchmark = benchmark_on_task(measurements, kind, preset, stage) if work.kind in ("train", "decode") else None
     speed = None if benchmark is None else (
         benchmark.samples_per_s if work.kind == "train" else benchmark.decode_problems_per_s)
     if speed is None:
@@ -63,9 +77,9 @@ def _measured(measurements: Measurements, kind: str, stage: str, work: Work, pre
 
 
 def _neighbour(measurements: Measurements, kind: str, stage: str, work: Work):
-    """The measured preset of the same architecture nearest in parameter count, with its numbers."""
+    """The measured preset of the same architecture and task nearest in parameter count, with its numbers."""
     arch, size = _arch(work.preset), parameter_count(work.preset)
-    candidates = {p for k, p in measurements.throughput if k == kind}
+    candidates = {p for k, p in measurements.throughput if k == kind and benchmark_on_task(measurements, k, p, stage)}
     rates = measurements.stage_rates.get(kind)
     if rates is not None:
         candidates |= set(rates.stages.get(stage, {}).get("per_preset", {}))
@@ -75,6 +89,20 @@ def _neighbour(measurements: Measurements, kind: str, stage: str, work: Work):
         if measured is not None:
             return preset, measured
     return None
+
+
+def _generated_bytes(measurements: Measurements, kind: str, stage: str, work: Work) -> float | None:
+    """What a data job leaves on disk: from its module family's measured bytes (data/<kind>.json's disk), else
+    its stage's bytes per item in a pipeline run; None where neither is measured or its size is unknown."""
+    if work.items is None:
+        return None
+    family = measurements.data_rates[kind].disk.get(work.module.split("__")[0]) \
+        if work.module and kind in measurements.data_rates else None
+    if family is not None:
+        return family.bytes(work.items, work.shards or 1)
+    rates = measurements.stage_rates.get(kind)
+    per_item = rates.stages.get(stage, {}).get("bytes_per_item") if rates else None
+    return per_item * work.items if per_item is not None else None
 
 
 def _fitted_data_job(measurements: Measurements, kind: str, work: Work) -> tuple[float, str] | None:
@@ -94,9 +122,7 @@ def estimate(measurements: Measurements, kind: str, stage: str, work: Work) -> E
     """Job seconds and disk of `work` (a job of `stage`) on device kind `kind`."""
     disk = WEIGHT_COPIES * 4 * parameter_count(work.preset) if work.kind == "train" else None
     if work.kind == "generate":
-        rates = measurements.stage_rates.get(kind)
-        per_item = rates.stages.get(stage, {}).get("bytes_per_item") if rates else None
-        disk = per_item * work.items if per_item is not None and work.items is not None else None
+        disk = _generated_bytes(measurements, kind, stage, work)
     if work.items is None and work.kind != "fixed":
         return Estimate(None, "its size is in release files, not in the params", disk)
     fitted = _fitted_data_job(measurements, kind, work)
@@ -124,8 +150,8 @@ def estimate(measurements: Measurements, kind: str, stage: str, work: Work) -> E
         return Estimate(fixed + per_item * work.items, source, disk)
     neighbour = _neighbour(measurements, kind, stage, work)
     if neighbour is None:
-        return Estimate(None, f"unmeasured: no {work.preset} (nor a preset of its architecture) measured on {kind}",
-                        disk)
+        return Estimate(None, f"unmeasured: no {work.preset} (nor a preset of its architecture) measured on {kind} "
+                              f"at {task_of(stage)}", disk)
     preset, (fixed, per_item, source) = neighbour
     scale = parameter_count(work.preset) / parameter_count(preset)
     return Estimate(fixed + per_item * scale * work.items,

@@ -8,18 +8,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tprepro.errors import TpreproError
+from tprepro.plan.calibrate import CPU, Calibration, cpu_factor, cpu_machines, scaled
+from tprepro.plan.cheaper import with_cheaper_notes
 from tprepro.plan.critical_path import critical_path, schedule
 from tprepro.plan.estimate import Estimate, estimate
 from tprepro.job_graph import Job, jobs, upstream
+from tprepro.plan.machine import Machine, this_machine
 from tprepro.plan.speeds import BENCHMARKS, Measurements, load_measurements
 from tprepro.plan.work import work
 from tprepro.work import Work
 
-MARGIN = 1.5  # a derived SLURM runtime: the estimate times this, rounded up to whole minutes,
-MIN_RUNTIME = 10  # and at least this many minutes (start-up on a busy node, a slow file system)
+MARGIN = 1.5  # a derived SLURM runtime: the estimate times this (its own error, a busy node's start-up),
+SLOWER_NODE = 2.0  # a CPU job's also times this (a node of the same class up to 2x slower than the measured one),
+MIN_RUNTIME = 10  # rounded up to whole minutes, at least this many minutes (start-up on a busy node, a slow file system);
+#                   a job retried after its limit (the SLURM profile's `retries`) asks for `attempt` times it
 WARNING_MINUTES = 5  # training checkpoints on SLURM's USR1, 5 minutes before the limit (profiles/slurm)
 DATA_JOB_TARGET_S = 3600  # a data job with `cluster.data.cpus: null` gets the CPUs that finish it in about this
-CPU = "cpu"
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,8 @@ class PlannedJob:
     segments: int = 1  # SLURM allocations it takes (> 1: killed at its limit and requeued)
     note: str = ""
     cpus: int = 1  # processes it runs (a data job generates its shards in parallel)
+    cpu_factor: float = 1.0  # its measured CPU seconds were multiplied by this
+    cpu_factor_from: str = ""  # why: cluster.<family>.cpu_factor, or this machine's calibration
 
     @property
     def wall_s(self) -> float | None:
@@ -57,6 +63,9 @@ class Plan:
     critical_path: list[str]
     wall_s: float
     measurements: list[str] = field(default_factory=list)  # the files used
+    cpu_machines: dict = field(default_factory=dict)  # machine description -> the CPU measurements made on it
+    machine: Machine | None = None  # this one
+    calibration: Calibration | None = None
 
     def totals(self) -> dict:
         """Sums over the jobs. A total that would leave an unmeasured job out is None (unknown), with the
@@ -65,12 +74,14 @@ class Plan:
         priced = [p for p in self.jobs if p.estimate.seconds is not None]
         unmeasured = lambda on_gpu: sum(p.estimate.seconds is None and (p.device != CPU) == on_gpu  # noqa: E731
                                         for p in self.jobs)
-        hours = lambda on_gpu: None if unmeasured(on_gpu) else sum(  # noqa: E731
+        priced_hours = lambda on_gpu: sum(  # noqa: E731
             p.estimate.seconds for p in priced if (p.device != CPU) == on_gpu) / 3600
+        hours = lambda on_gpu: None if unmeasured(on_gpu) else priced_hours(on_gpu)  # noqa: E731
         return {"jobs": len(self.jobs), "unmeasured": len(self.jobs) - len(priced),
                 "extrapolated": sum(p.estimate.status == "extrapolated" for p in self.jobs),
                 "gpu_hours": hours(True), "gpu_unmeasured": unmeasured(True),
                 "cpu_hours": hours(False), "cpu_unmeasured": unmeasured(False),
+                "priced_gpu_hours": priced_hours(True), "priced_cpu_hours": priced_hours(False),
                 "disk_bytes": sum(p.estimate.disk_bytes or 0 for p in self.jobs),
                 "disk_unknown": sum(p.estimate.disk_bytes is None and p.work.kind in ("generate", "train")
                                     for p in self.jobs),
@@ -92,8 +103,13 @@ def job_device(params: dict, job: Job, device: str | None) -> str:
     return device or family.get("device") or CPU
 
 
-def slurm_runtime(params: dict, job: Job, work_: Work, seconds: float | None) -> tuple[int | None, str, int, str]:
-    """(minutes requested, from where, allocations, note) of one job under the SLURM profile."""
+def slurm_runtime(params: dict, job: Job, work_: Work, seconds: float | None, on_cpu: bool = False,
+                  attempt: int = 1) -> tuple[int | None, str, int, str]:
+    """(minutes requested, from where, allocations, note) of one job under the SLURM profile, at its
+    `attempt` (Snakemake's: 2 after one failure, the limit's included). A job priced on CPUs (`on_cpu`) asks
+    for enough that a node SLOWER_NODE x slower finishes it; a job other than training asks for `attempt`
+    times its first runtime, up to the family's time_limit (a training job resumes from its checkpoint in
+    allocations of the same length instead)."""
     if job.family is None:
         return None, "local rule", 1, ""
     family = params["cluster"][job.family]
@@ -104,19 +120,36 @@ def slurm_runtime(params: dict, job: Job, work_: Work, seconds: float | None) ->
         return (limit, f"cluster.{job.family}.time_limit (unpriced)", 1, "") if limit is not None \
             else (None, "not set, and unpriced", 1, "")
     else:
-        runtime = max(MIN_RUNTIME, math.ceil(seconds * MARGIN / 60))
-        source = f"{MARGIN} x estimate"
-        if limit is not None and runtime > limit:
-            runtime, source = limit, f"cluster.{job.family}.time_limit"
+        cover = SLOWER_NODE if on_cpu else 1.0
+        runtime = max(MIN_RUNTIME, math.ceil(seconds * MARGIN * cover / 60))
+        source = f"{MARGIN} x estimate" + (f" x {SLOWER_NODE} (a slower node)" if on_cpu else "")
+    ceiling = limit if family["runtime"] is None or limit is None else max(limit, family["runtime"])
+    if work_.kind != "train" and attempt > 1:
+        runtime, source = runtime * attempt, f"{source}, x {attempt} (attempt {attempt})"
+    if ceiling is not None and runtime > ceiling:
+        runtime, source = ceiling, f"cluster.{job.family}.time_limit"
     if seconds is None or seconds <= runtime * 60:
-        return runtime, source, 1, ""
+        return runtime, source, 1, _slow_node_note(job, work_, seconds, runtime, on_cpu)
     if work_.kind != "train":
-        return runtime, source, 1, f"estimate above its {runtime} min: not resumable, it would be killed"
+        return runtime, source, 1, f"estimate above its {runtime} min: {_retried(work_)}"
     segments = math.ceil(seconds / (max(1, runtime - WARNING_MINUTES) * 60))
     note = f"requeued: {segments} allocations of {runtime} min"
     if segments - 1 > work_.max_requeues:
         note += f", more than max_requeues ({work_.max_requeues}) allows: it would fail"
     return runtime, source, segments, note
+
+
+def _slow_node_note(job: Job, work_: Work, seconds: float | None, runtime: int, on_cpu: bool) -> str:
+    """What a CPU job whose runtime a node SLOWER_NODE x slower would pass goes through (none: "")."""
+    if not on_cpu or seconds is None or seconds * SLOWER_NODE <= runtime * 60 or work_.kind == "train":
+        return ""
+    return f"a node {SLOWER_NODE:g}x slower would pass its {runtime} min: {_retried(work_)}"
+
+
+def _retried(work_: Work) -> str:
+    """What happens to a job (not a training) killed at its limit."""
+    kept = "keeping its finished shards" if work_.kind == "generate" and (work_.shards or 0) > 1 else "from the start"
+    return f"killed, then retried with a longer limit (the SLURM profile's retries), {kept}"
 
 
 def known_devices(params: dict, measurements: Measurements) -> set[str]:
@@ -141,8 +174,10 @@ def job_cpus(params: dict, job: Job, work_: Work, seconds: float | None) -> int:
 
 
 def make_plan(params: dict, params_path: str = "params.yaml", device: str | None = None, gpus: int = 1,
-              cores: int | None = None, measurements: Measurements | None = None) -> Plan:
-    """The plan of `params`; GPU-family jobs priced on `device` (default: their family's device)."""
+              cores: int | None = None, measurements: Measurements | None = None,
+              calibration: Calibration | None = None) -> Plan:
+    """The plan of `params`; GPU-family jobs priced on `device` (default: their family's device); CPU jobs'
+    measured seconds multiplied by their family's cpu_factor, else by `calibration`'s (this machine's)."""
     if gpus < 1:
         raise TpreproError(f"--gpus: expected at least 1, got {gpus}")
     measurements = measurements if measurements is not None else load_measurements(BENCHMARKS)
@@ -156,10 +191,13 @@ def make_plan(params: dict, params_path: str = "params.yaml", device: str | None
     for job in found:
         done = work(params, job.stage, job.values)
         kind = job_device(params, job, device)
-        guess = estimate(measurements, kind, job.stage, done)
+        factor, why = cpu_factor(params, job, calibration) if kind == CPU else (1.0, "")
+        guess = scaled(estimate(measurements, kind, job.stage, done), factor, why)
         cpus = job_cpus(params, job, done, guess.seconds)
-        runtime, source, segments, note = slurm_runtime(params, job, done, wall_seconds(guess.seconds, done, cpus))
-        planned.append(PlannedJob(job, done, kind, guess, runtime, source, segments, note, cpus))
+        runtime, source, segments, note = slurm_runtime(params, job, done, wall_seconds(guess.seconds, done, cpus),
+                                                        on_cpu=kind == CPU)
+        planned.append(PlannedJob(job, done, kind, guess, runtime, source, segments, note, cpus, factor, why))
+    planned = with_cheaper_notes(planned, measurements)
     seconds = {p.job: p.wall_s or 0.0 for p in planned}
     kinds = {p.job: p.device for p in planned}
     on_gpus = any(kind != CPU for kind in kinds.values())
@@ -169,7 +207,8 @@ def make_plan(params: dict, params_path: str = "params.yaml", device: str | None
                     {"gpu": gpus, "cpu": cores})
     used = sorted({t.path for t in measurements.throughput.values()} | {r.path for r in measurements.stage_rates.values()}
                   | {r.path for r in measurements.data_rates.values()})
-    return Plan(str(params_path), device, gpus, cores, planned, path_s, [job.name for job in path], wall, used)
+    return Plan(str(params_path), device, gpus, cores, planned, path_s, [job.name for job in path], wall, used,
+                cpu_machines(measurements), this_machine(), calibration)
 
 
 def planned_job(params: dict, stage: str, wildcards: dict) -> PlannedJob:
@@ -182,9 +221,12 @@ def planned_job(params: dict, stage: str, wildcards: dict) -> PlannedJob:
     raise TpreproError(f"stage {stage}: the plan has no job with wildcards {dict(wildcards)}")
 
 
-def runtime_of(params: dict, stage: str, wildcards: dict) -> int | None:
-    """The SLURM minutes of the job of `stage` with Snakemake `wildcards`."""
-    return planned_job(params, stage, wildcards).runtime
+def runtime_of(params: dict, stage: str, wildcards: dict, attempt: int = 1) -> int | None:
+    """The SLURM minutes of the job of `stage` with Snakemake `wildcards`, at its `attempt`."""
+    planned = planned_job(params, stage, wildcards)
+    if attempt == 1:
+        return planned.runtime
+    return slurm_runtime(params, planned.job, planned.work, planned.wall_s, planned.device == CPU, attempt)[0]
 
 
 _PLANS: dict = {}

@@ -7,7 +7,10 @@
   item (per preset for the stages that run a model);
 - data/<device_kind>.json (schema tprepro.data_rates/1, benchmarks/data_rates.py): each Mathematics
   (split, module)'s data job CPU seconds, fitted over real jobs at two or more sizes as fixed + rate x
-  problems. This module owns the format: its writer, file name and checks."""
+  problems, and the bytes its shards take per problem by module family (`disk`).
+
+Every file names the machine it was measured on (`machine`: CPU model, cores, torch; tprepro.plan.machine),
+which the writers stamp. This module owns the formats: their writers, file names and checks."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tprepro.errors import TpreproError
+from tprepro.plan.machine import UNKNOWN, UNKNOWN_MACHINE, Machine, read_machine, this_machine
 
 BENCHMARKS = Path("results/benchmarks")
 THROUGHPUT_SCHEMA = "tprepro.throughput/1"
@@ -60,6 +64,10 @@ class Throughput:
     decode_problems_per_s: float | None
     path: str
     variant: str = ""  # "" for the preset's pipeline settings; else what differs (e.g. "packed"): not priced
+    machine: Machine = UNKNOWN_MACHINE
+    task: str = UNKNOWN  # the experiment whose data it trained on (a sample's length is the task's)
+    padding_share: float | None = None  # of the positions its batches computed
+    mfu_padded: float | None = None  # its FLOPs on padded shapes over the device's measured peak
 
 
 @dataclass(frozen=True)
@@ -77,6 +85,12 @@ class StageRates:
     source: str  # the run measured
     stages: dict  # stage -> {"fixed_s", "seconds_per_item"}, or {"fixed_s", "per_preset" (or "per_module"): {name: seconds_per_item}}
     path: str
+    machine: Machine = UNKNOWN_MACHINE  # of the pipeline run
+
+    def machine_of(self, stage: str) -> Machine:
+        """The machine `stage`'s numbers were measured on: its fit's where a benchmark fitted it apart."""
+        fit = self.stages.get(stage, {}).get("fit")
+        return self.machine if fit is None else read_machine(fit.get("machine"), self.path, f"stages.{stage}.fit.machine")
 
     def measured_by(self, stage: str) -> str:
         """Where `stage`'s numbers come from: the pipeline run the file records, or the benchmark that fitted
@@ -142,9 +156,14 @@ def _checked_throughput(data: dict, path: Path) -> Throughput:
     if decode is not None:
         check_number(decode, path, "decode_problems_per_s", SPEEDS, "speed in problems/s (or null)")
     variant = path.stem.removeprefix(data["preset"]).removeprefix(VARIANT_SEPARATOR)
+    task = data.get("task", UNKNOWN)
+    if not isinstance(task, str) or not task:
+        raise TpreproError(f"{path}: task: expected the experiment whose data it trained on, got {task!r}")
+    share = lambda key: data[key] if isinstance(data.get(key), (int, float)) else None  # noqa: E731
     return Throughput(data["preset"], data["arch"], data["device_kind"], data["device"], data["commit"], data["date"],
                       data["batch_size"], float(data["samples_per_s"]), float(data["flops_per_sample"]),
-                      None if decode is None else float(decode), str(path), variant)
+                      None if decode is None else float(decode), str(path), variant,
+                      read_machine(data.get("machine"), path), task, share("padding_share"), share("mfu_padded"))
 
 
 def write_throughput(result: dict, root: Path, variant: str = "") -> Path:
@@ -152,9 +171,14 @@ def write_throughput(result: dict, root: Path, variant: str = "") -> Path:
     it, to its file (a `variant`: beside the preset's, listed but not priced); returns the file."""
     path = throughput_path(root, result["device_kind"], result["preset"], variant)
     path.parent.mkdir(parents=True, exist_ok=True)
-    _write_checked(path, {**result, "schema": THROUGHPUT_SCHEMA},
+    _write_checked(path, {**result, "schema": THROUGHPUT_SCHEMA, "machine": _stamp(result)},
                    lambda written: _checked_throughput(_read(written, THROUGHPUT_SCHEMA), path))
     return path
+
+
+def _stamp(record: dict) -> dict:
+    """The machine a record to be written names: its own, else the one writing it."""
+    return record.get("machine") or this_machine().as_record()
 
 
 def _check_provenance(data: dict, path: Path) -> None:
@@ -181,8 +205,10 @@ def read_stage_rates(path: Path) -> StageRates:
                  **{f"per_module.{name}": value for name, value in entry.get("per_module", {}).items()}}
         for key, value in items.items():
             check_number(value, path, f"stages.{stage}.{key}", SECONDS_PER_ITEM, "seconds per item")
+        if "fit" in entry:
+            read_machine(entry["fit"].get("machine"), path, f"stages.{stage}.fit.machine")
     return StageRates(data["device_kind"], data["device"], data["commit"], data["date"], data["source"], stages,
-                      str(path))
+                      str(path), read_machine(data.get("machine"), path))
 
 
 def _write_checked(path: Path, body: dict, reader) -> None:
@@ -203,15 +229,17 @@ def write_stage_rates(record: dict, root: Path = BENCHMARKS) -> Path:
     reads them, to their device kind's file; returns the file."""
     path = stage_rates_path(record["device_kind"], root)
     path.parent.mkdir(parents=True, exist_ok=True)
-    _write_checked(path, {**record, "schema": STAGE_RATES_SCHEMA}, read_stage_rates)
+    _write_checked(path, {**record, "schema": STAGE_RATES_SCHEMA, "machine": _stamp(record)}, read_stage_rates)
     return path
 
 
 def update_stage_rate(kind: str, stage: str, entry: dict, root: Path = BENCHMARKS) -> Path:
     """Replace one stage's entry of the stage rates of `kind` (a stage measured apart from a pipeline run,
-    e.g. at larger sizes), checked as the plan reads it; returns the file."""
+    e.g. at larger sizes; its `fit` stamped with the machine), checked as the plan reads it; returns the file."""
     path = stage_rates_path(kind, root)
     data = _read(path, STAGE_RATES_SCHEMA)
+    if "fit" in entry:
+        entry = {**entry, "fit": {**entry["fit"], "machine": _stamp(entry["fit"])}}
     data["stages"][stage] = entry
     _write_checked(path, data, read_stage_rates)
     return path
@@ -240,6 +268,8 @@ class DataRates:
     source: str
     jobs: dict  # "split/module" -> DataRate
     path: str
+    machine: Machine = UNKNOWN_MACHINE
+    disk: dict = field(default_factory=dict)  # module family -> DiskRate (shards' bytes), where measured
 
 
 def data_rates_path(kind: str, root: Path = BENCHMARKS) -> Path:
@@ -247,11 +277,13 @@ def data_rates_path(kind: str, root: Path = BENCHMARKS) -> Path:
 
 
 def write_data_rates(rates: dict, *, kind: str, device: str, commit: str, date: str, source: str,
-                     root: Path = BENCHMARKS) -> Path:
-    """Write the data rates ({"split/module": DataRate}) of device kind `kind`; returns the file written."""
+                     root: Path = BENCHMARKS, machine: Machine | None = None) -> Path:
+    """Write the data rates ({"split/module": DataRate}) of device kind `kind`, measured on `machine` (default:
+    this one); a `disk` entry already there is kept; returns the file written."""
     path = data_rates_path(kind, root)
+    kept = _read(path, DATA_RATES_SCHEMA).get("disk") if path.is_file() else None
     body = {"schema": DATA_RATES_SCHEMA, "device_kind": kind, "device": device, "commit": commit, "date": date,
-            "source": source,
+            "source": source, "machine": (machine or this_machine()).as_record(), **({"disk": kept} if kept else {}),
             "jobs": {job: {"fixed_s": round(r.fixed_s, 5), "seconds_per_problem": r.seconds_per_problem,
                            "sizes": list(r.sizes), "cpu_s": list(r.cpu_s)}
                      for job, r in sorted(rates.items())}}
@@ -277,7 +309,52 @@ def read_data_rates(path: Path) -> DataRates:
         rates[job] = DataRate(float(entry["fixed_s"]), float(entry["seconds_per_problem"]),
                               tuple(entry.get("sizes", ())), tuple(entry.get("cpu_s", ())))
     return DataRates(data["device_kind"], data["device"], data["commit"], data["date"], data["source"], rates,
-                     str(path))
+                     str(path), read_machine(data.get("machine"), path), _read_disk(data.get("disk"), path))
+
+
+SHARD_BYTES = (0.0, 1e7)  # a shard's bytes beside its rows (parquet's footer and schema)
+BYTES_PER_PROBLEM = (1.0, 1e5)
+
+
+@dataclass(frozen=True)
+class DiskRate:
+    """The bytes a module family's data jobs leave: shard_bytes per shard + bytes_per_problem per problem."""
+
+    shard_bytes: float
+    bytes_per_problem: float
+
+    def bytes(self, problems: int, shards: int) -> float:
+        return self.shard_bytes * shards + self.bytes_per_problem * problems
+
+
+def _read_disk(entry, path: Path) -> dict:
+    """{module family: DiskRate} of a data file's `disk` entry (absent: none), checked."""
+    if entry is None:
+        return {}
+    families = entry.get("per_family") if isinstance(entry, dict) else None
+    if not isinstance(families, dict) or not all(isinstance(entry.get(k), str) for k in ("commit", "date", "by")):
+        raise TpreproError(f"{path}: disk: expected per_family (family -> shard_bytes, bytes_per_problem), commit, "
+                           f"date and by, got {entry!r}")
+    rates = {}
+    for family, rate in families.items():
+        where = f"disk.per_family.{family}"
+        if not isinstance(rate, dict):
+            raise TpreproError(f"{path}: {where}: expected shard_bytes and bytes_per_problem, got {rate!r}")
+        rates[family] = DiskRate(check_number(rate.get("shard_bytes"), path, f"{where}.shard_bytes", SHARD_BYTES,
+                                              "shard's fixed bytes"),
+                                 check_number(rate.get("bytes_per_problem"), path, f"{where}.bytes_per_problem",
+                                              BYTES_PER_PROBLEM, "bytes per problem"))
+    return rates
+
+
+def update_data_disk(kind: str, disk: dict, root: Path = BENCHMARKS) -> Path:
+    """Replace the `disk` entry (per_family, sizes, commit, date, by) of the data rates of `kind`, checked as the
+    plan reads it; returns the file."""
+    path = data_rates_path(kind, root)
+    data = _read(path, DATA_RATES_SCHEMA)
+    data["disk"] = disk
+    _write_checked(path, data, read_data_rates)
+    return path
 
 
 @dataclass(frozen=True)

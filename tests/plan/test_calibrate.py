@@ -1,0 +1,67 @@
+"""Calibration: a reference run of real data jobs and a vocabulary slice on the machine at hand gives the
+factor every CPU rate is multiplied by; by default when the measured machine is known and not this one."""
+
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+
+import pytest
+
+from helpers import REPO, copy_project, tool_env
+from tprepro.errors import TpreproError
+from tprepro.plan.calibrate import REFERENCE_JOBS, reference_seconds
+from tprepro.plan.speeds import load_measurements
+
+
+def test_the_reference_reruns_jobs_the_data_rates_measured_at_exactly_those_sizes():
+    found = reference_seconds(load_measurements(REPO / "results" / "benchmarks"))
+    assert list(found) == [f"{split}/{module}@{problems}" for split, module, problems in REFERENCE_JOBS]
+    assert 20 < sum(found.values()) < 40  # CPU seconds on the measured machine: under a minute on 2 cores
+    assert len({module.split("__")[0] for _, module, _ in REFERENCE_JOBS}) == len(REFERENCE_JOBS)
+
+
+def test_a_reference_job_the_data_rates_lack_is_an_error_naming_the_file_and_job(tmp_path):
+    from plan_kit import write_data_rates
+
+    write_data_rates(tmp_path, "cpu", {"train-easy/algebra__polynomial_roots": (1.0, 0.005)})  # at 200 and 1,000
+    with pytest.raises(TpreproError, match=r"data/cpu.json: jobs.train-hard/probability__swr_p_level_set: no job "
+                                           r"measured at 200 problems"):
+        reference_seconds(load_measurements(tmp_path))
+
+
+def _plan(root, generate_python, *extra):
+    out = subprocess.run([sys.executable, "-m", "tprepro", "plan", "--params", "params.yaml", "--json", "-", *extra],
+                         cwd=root, env=tool_env(TPREPRO_GENERATE_PYTHON=generate_python), capture_output=True,
+                         text=True)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout), out.stderr
+
+
+@pytest.mark.slow
+def test_a_plan_on_another_cpu_than_the_measured_one_calibrates_every_cpu_rate(tmp_path, generate_python):
+    """Issue 55: the committed fits were one machine's, another of its class took 1.6-2.6x their CPU seconds.
+    With data/cpu.json naming another CPU than this one's, `tprepro plan` runs the reference here (real data
+    jobs, the real generator) and multiplies every CPU job's seconds by the median ratio; --no-calibrate does
+    not; the SLURM runtimes follow."""
+    root = copy_project(tmp_path / "repo")
+    shutil.copytree(REPO / "results/benchmarks", root / "results/benchmarks", dirs_exist_ok=True)
+    data = root / "results/benchmarks/data/cpu.json"
+    record = json.loads(data.read_text())
+    record["machine"] = {"cpu": "Another CPU(R) of this class", "cores": 2, "torch": "2.13.0+cpu"}
+    data.write_text(json.dumps(record))
+    measured, _ = _plan(root, generate_python, "--no-calibrate")
+    calibrated, log = _plan(root, generate_python)
+    assert measured["calibration"] is None
+    calibration = calibrated["calibration"]
+    assert "calibrating" in log and "the CPU rates were measured on Another CPU(R) of this class" in log
+    assert len(calibration["jobs"]) == len(REFERENCE_JOBS) + 1  # and the vocabulary slice
+    assert calibration["factor"] == pytest.approx(statistics.median(j["cpu_s"] / j["reference_s"]
+                                                                    for j in calibration["jobs"]), abs=1e-3)
+    assert calibration["machine"]["cpu"] != "Another CPU(R) of this class"
+    for before, after in zip(measured["jobs"], calibrated["jobs"]):
+        assert before["outputs"] == after["outputs"]
+        if before["device"] == "cpu" and before["seconds"] is not None:
+            assert after["seconds"] == pytest.approx(before["seconds"] * calibration["factor"])
+            assert after["cpu_factor"] == calibration["factor"] and "calibrated on this machine" in after["source"]
