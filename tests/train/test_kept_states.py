@@ -18,7 +18,7 @@ from tprepro.train.trainer import Trainer
 
 from helpers import tool_env
 from training_kit import assert_same_weights, data, make_job  # noqa: F401  (the module-scoped data fixture)
-from training_project import make_workspace, train, train_command
+from training_project import dvc_training_project, make_workspace, train
 
 
 class Losses(Callback):
@@ -110,13 +110,7 @@ def test_dvc_exp_apply_then_more_steps_resumes_from_the_applied_experiment(tmp_p
     `dvc exp run -S train.steps=18`: the training resumes at step 12 (before: checkpoint.pt held step 24 and
     training started over) and its model, final loss and learning curve are those of an uninterrupted
     18-step run (12 is a logging and checkpoint step)."""
-    root = make_workspace(tmp_path / "project", steps=12, log_every=3, checkpoint_every=6)
-    command = " ".join(train_command(root, root / "run")[1:]).replace(f"{root}/", "").replace("-m tprepro", "tprepro")
-    (root / "dvc.yaml").write_text(f"stages:\n  train:\n    cmd: {command}\n    deps: [data, vocab.json]\n"
-                                   f"    params: [train]\n    outs: [run/model]\n")
-    (root / ".gitignore").write_text("/run/checkpoints\n/mlflow.db\n/mlartifacts\n/logs\n")
-    git(root, "init", "-q")
-    dvc(root, "init", "-q")
+    root = dvc_training_project(tmp_path / "project", steps=12, log_every=3, checkpoint_every=6)
     dvc(root, "repro")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "baseline")
