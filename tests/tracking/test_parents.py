@@ -1,6 +1,6 @@
 """Parent runs left RUNNING by a killed invocation: the next invocation marks them KILLED, with when and
-why; those of an invocation still running stay open. Real Snakemake invocations, a real kill -9, one
-real MLflow store (issue 37)."""
+why; those of an invocation still running stay open; a failed invocation closes its own as FAILED. Real
+Snakemake invocations, a real kill -9, a real failing job, one real MLflow store (issues 37 and 54)."""
 
 import os
 import signal
@@ -145,3 +145,32 @@ def test_the_parent_of_a_successful_hand_run_ends_finished_and_of_a_killed_one_k
     assert following.returncode == 0, out[-3000:]
     status, why = hand_parents(store)[killed_key]
     assert status == "KILLED" and "had ended without closing it" in why
+
+
+FAILING = """
+P = {{"mlflow": {{"prefix": "parents", "log_models": True}}}}
+include: "{rules}/mlflow.smk"
+
+rule all:
+    output: "never.txt"
+    shell: "echo $TPREPRO_INVOCATION > key.txt; exit 127"
+"""
+
+
+def test_a_failed_invocation_closes_its_parents_as_failed(tmp_path):
+    """A job whose command is not found (exit 127, as `tprepro` off PATH did): Snakemake's onerror closes the
+    invocation's parent runs as FAILED, with an end time; idle (no job's run became their child), they are
+    also deleted. Before, deleting one left it RUNNING (issue 54: 4 parents RUNNING after such a run)."""
+    store, root = tmp_path / "mlflow.db", tmp_path / "failing"
+    root.mkdir()
+    (root / "Snakefile").write_text(FAILING.format(rules=REPO / "workflow" / "rules"))
+    failed = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1"], cwd=root, capture_output=True,
+                            text=True, env=tool_env(MLFLOW_TRACKING_URI=f"sqlite:///{store}"), timeout=600)
+    assert failed.returncode != 0 and "exit code" in failed.stdout + failed.stderr, failed.stderr[-3000:]
+    key = (root / "key.txt").read_text().strip()
+    assert parents(store, key) == [("FAILED", "deleted", None)] * EXPERIMENTS
+    with sqlite3.connect(store) as db:
+        ends = db.execute("SELECT end_time FROM runs r JOIN tags t ON t.run_uuid = r.run_uuid"
+                          " WHERE t.key = 'tprepro.invocation' AND t.value = ?", (key,)).fetchall()
+    assert len(ends) == EXPERIMENTS and all(end is not None for (end,) in ends)
+
