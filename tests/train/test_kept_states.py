@@ -43,7 +43,8 @@ def test_a_shorter_extension_resumes_from_the_kept_state_and_equals_an_uninterru
     ckpt = tmp_path / "run" / "ckpt.pt"
     fit(make_job(data, 6), ckpt)
     fit(make_job(data, 10), ckpt)
-    resumed = Trainer(make_job(data, 8), ckpt, callbacks=[losses := Losses()])
+    losses = Losses()
+    resumed = Trainer(make_job(data, 8), ckpt, callbacks=[losses])
     assert resumed.resumed_from == 6
     resumed.fit()
     assert sorted(p.name for p in ckpt.parent.iterdir()) == ["ckpt.pt", "finished"]  # nothing moved aside
@@ -65,7 +66,7 @@ def test_a_kept_state_is_a_link_while_current_and_the_newest_keep_survive(data, 
     kept_bytes = first.read_bytes()
     fit(make_job(data, 4), ckpt)  # rewrites checkpoint.pt: the kept state keeps its bytes
     assert first.read_bytes() == kept_bytes and not os.path.samefile(first, ckpt)
-    for steps in range(6, 2 * (kept_states.KEEP + 2), 2):  # each extends the last: KEEP + 1 states after the first
+    for steps in range(6, 2 * (kept_states.KEEP + 2), 2):  # each extends the last: KEEP + 1 finished states in all
         fit(make_job(data, steps), ckpt)
     assert not first.exists()
     steps_kept = sorted(int(p.name.rsplit("-", 1)[1]) for p in (tmp_path / "finished").iterdir())

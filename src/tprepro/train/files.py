@@ -8,7 +8,7 @@ TRAIN_METRICS = "train_metrics.json"  # the run's summary: steps, loss, seconds,
 PROGRESS = "progress"  # logs/progress/: every training's progress log, where `tprepro status` finds it
 
 
-def progress_log(experiment: str, job: str, logs: Path = Path("logs")) -> Path:
+def progress_log(experiment: str, job: str) -> Path:
     """logs/progress/<experiment>/<job>.log: every training writes its progress lines there too, whatever
     its stderr is (a Snakemake job log, `dvc exp run > file 2>&1`, nohup.out, a pipe, a terminal)."""
-    return logs / PROGRESS / experiment / f"{job}.log"
+    return Path("logs") / PROGRESS / experiment / f"{job}.log"

@@ -6,7 +6,7 @@ position, the torch RNG (dropout) and the open logging window, so it ends with
 the same weights and logged metrics as an uninterrupted run. A checkpoint that
 cannot be used is moved aside (`checkpoint.pt.<reason>-<UTC time>`, never
 overwritten or deleted) with a warning naming both files, and training starts
-from step 0: `mismatch` (written under other settings, data or more steps) or
+from step 0 (or a kept finished state, below): `mismatch` (written under other settings, data or more steps) or
 `corrupt` (content hash wrong, truncated, or not plain tensors and values).
 A checkpoint at the final step is a finished run: `fit()` returns its summary
 (last loss, timing) without training. A finished run's final state is kept
@@ -191,10 +191,10 @@ class Trainer:
         further = self._read(kept[1]) if kept is not None and kept[0] > (state.step if usable else -1) else None
         if further is not None and further.fingerprint == self.job.fingerprint:
             if state is not None:
-                self._set_aside("mismatch" if not usable else "superseded",
-                                f"step {state.step}{'' if usable else ' under other settings, data or more steps'}; "
-                                f"a kept finished state of these settings goes further: training resumes from "
-                                f"{kept[1]} (step {further.step} of {self.config.steps})")
+                self._set_aside("superseded" if usable else "mismatch",
+                                f"step {state.step}{' only' if usable else ', under other settings, data or more steps'}"
+                                f"; training resumes from the kept finished state {kept[1]} (step {further.step} "
+                                f"of {self.config.steps})")
             if self.world.is_main:
                 kept_states.restore(kept[1], self.checkpoint_path)
             state, usable = further, True
@@ -227,7 +227,7 @@ class Trainer:
             self.world.barrier()  # every rank has read (and rejected) it before rank 0 moves it
             if self.world.is_main:
                 why = str(exc).removeprefix(f"{path}: ")
-                move_aside(path, "corrupt", f"{why}; training restarts from step 0")
+                move_aside(path, "corrupt", f"{why}; training does not resume from it")
             return None
 
     def _set_aside(self, reason: str, why: str) -> None:
