@@ -35,11 +35,24 @@ def make_workspace(root: Path, **train) -> Path:
     return root
 
 
-def train_command(workspace: Path, run: Path) -> list[str]:
+def train_command(workspace: Path, run: Path, seed: int = 1) -> list[str]:
     return [sys.executable, "-m", "tprepro", "train", "--params", str(workspace / "params.yaml"),
-            "--model", "transformer", "--seed", "1", "--train", str(workspace / "data" / "train-easy"),
+            "--model", "transformer", "--seed", str(seed), "--train", str(workspace / "data" / "train-easy"),
             "--vocab", str(workspace / "vocab.json"), "--out", str(run / "model"),
             "--checkpoints", str(run / "checkpoints"), "--heldout", str(workspace / "data" / "interpolate")]
+
+
+def dvc_training_project(root: Path, seed: int = 1, **train) -> Path:
+    """A git and DVC project in `root` (a `make_workspace`) whose one stage, `train`, is `tprepro train` of
+    run/model (checkpoints in run/checkpoints, MLflow in root) reading the `train` params section."""
+    make_workspace(root, **train)
+    command = " ".join(["tprepro", *train_command(root, root / "run", seed)[3:]]).replace(f"{root}/", "")
+    (root / "dvc.yaml").write_text(f"stages:\n  train:\n    cmd: {command}\n    deps: [data, vocab.json]\n"
+                                   f"    params: [train]\n    outs: [run/model]\n")
+    (root / ".gitignore").write_text("/run/checkpoints\n/mlflow.db\n/mlartifacts\n/logs\n")
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    subprocess.run([sys.executable, "-m", "dvc", "init", "-q"], cwd=root, check=True, env=tool_env())
+    return root
 
 
 def start_training(workspace: Path, run: Path, **env) -> subprocess.Popen:

@@ -175,11 +175,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("status", help="each running training job's step, rate and time left, from its log",
                        description="Each training job in progress: its step, steps/s and time left, as the "
-                                   "last progress line of its log under --logs says (a line every half minute).",
-                       epilog="examples:\n  tprepro status  # while `make run` or snakemake trains\n"
-                              "  tail -f logs/train/transformer-s1.log  # follow one job",
+                                   "last line of its progress log under --logs/progress says (a line every "
+                                   "half minute; every training writes one, however it was started).",
+                       epilog="examples:\n  tprepro status  # while `make run`, snakemake or dvc trains\n"
+                              "  tail -f logs/progress/tprepro-mathematics/transformer-s1.log  # follow one job",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--logs", default="logs", help="the jobs' log folder (default: %(default)s)")
+    p.add_argument("--logs", default="logs", help="the log folder holding progress/ (default: %(default)s)")
     p.add_argument("--all", action="store_true", help="finished jobs too")
     p.set_defaults(func=cmd_status, data_parallel=None)
 

@@ -148,7 +148,8 @@ def train_model(run: TrainingRun) -> dict:
         return finished
     world = World.from_env()
     progress = ProgressBar(mirror=progress_log(as_experiment(run.experiment).name, job.name) if world.is_main else None)
-    trainer = Trainer(job, checkpoints / "checkpoint.pt", callbacks=[progress, logger], world=world)
+    trainer = Trainer(job, checkpoints / "checkpoint.pt", callbacks=[progress, logger], world=world,
+                      kept_with=[CURVE_FILE] if curve else [])
 
     def log_step_metrics(metrics: dict, step: int) -> None:  # training-time evaluations of this run
         if logger.run is not None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import sys
 from pathlib import Path
 
 from tprepro.errors import TpreproError
@@ -204,6 +205,16 @@ def stage_shell(stage: str, params: dict, **names: str) -> str:
         return f"{{wildcards.{wildcard}}}" if wildcard is not None else params_value(match.group(1), params)
 
     return DVC_REFERENCE.sub(snakemake, registered(stage).dvc[0].cmd) + " > {log} 2>&1"
+
+
+def jobs_use_this_interpreter() -> None:
+    """The jobs' `tprepro` is the one installed beside the interpreter running Snakemake: its bin folder
+    (the venv's) goes first on PATH, which every job inherits, so `.venv/bin/snakemake` works without
+    the venv on PATH and the commands stay dvc.yaml's. `--sdm conda` activates its environment in front."""
+    here = os.path.dirname(sys.executable)
+    path = os.environ.get("PATH", "")
+    if path.split(os.pathsep)[0] != here:
+        os.environ["PATH"] = os.pathsep.join(filter(None, [here, path]))
 
 
 def module_dirs(data: str, splits, modules) -> list[str]:

@@ -1,6 +1,6 @@
 """Parent runs left RUNNING by a killed invocation: the next invocation marks them KILLED, with when and
-why; those of an invocation still running stay open. Real Snakemake invocations, a real kill -9, one
-real MLflow store (issue 37)."""
+why; those of an invocation still running stay open; a failed invocation closes its own as FAILED. Real
+Snakemake invocations, a real kill -9, a real failing job, one real MLflow store (issues 37 and 54)."""
 
 import os
 import signal
@@ -21,16 +21,22 @@ P = {{"mlflow": {{"prefix": "parents", "log_models": True}}}}
 include: "{rules}/mlflow.smk"
 
 rule all:
-    output: "key.txt"
-    shell: "echo $TPREPRO_INVOCATION > {{output}}.tmp && mv {{output}}.tmp {{output}} && sleep {seconds}"
+    output: "{output}"
+    shell: "{shell}"
 """
 EXPERIMENTS = 4  # mathematics, n2f, summarization, two-variable: one parent each
 
 
+def write_snakefile(root: Path, output: str, shell: str) -> None:
+    """root/Snakefile: the parent runs' rules and one job writing `output` by `shell`."""
+    root.mkdir()
+    (root / "Snakefile").write_text(SNAKEFILE.format(rules=REPO / "workflow" / "rules", output=output, shell=shell))
+
+
 def invocation(root: Path, store: Path, seconds: int) -> subprocess.Popen:
     """Snakemake in `root` (its own session, so that killing it kills its job too) on the shared store."""
-    root.mkdir()
-    (root / "Snakefile").write_text(SNAKEFILE.format(rules=REPO / "workflow" / "rules", seconds=seconds))
+    write_snakefile(root, "key.txt",
+                    f"echo $TPREPRO_INVOCATION > {{output}}.tmp && mv {{output}}.tmp {{output}} && sleep {seconds}")
     return subprocess.Popen([sys.executable, "-m", "snakemake", "--cores", "1"], cwd=root,
                             env=tool_env(MLFLOW_TRACKING_URI=f"sqlite:///{store}"), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
@@ -53,6 +59,13 @@ def parents(store: Path, key: str) -> list[tuple[str, str, str | None]]:
                           " JOIN tags t ON t.run_uuid = r.run_uuid AND t.key = 'tprepro.invocation'"
                           " LEFT JOIN tags c ON c.run_uuid = r.run_uuid AND c.key = 'tprepro.closed'"
                           " WHERE t.value = ?", (key,)).fetchall()
+
+
+def end_times(store: Path, key: str) -> list[int | None]:
+    """The end time of each of invocation `key`'s parent runs."""
+    with sqlite3.connect(store) as db:
+        return [end for (end,) in db.execute("SELECT end_time FROM runs r JOIN tags t ON t.run_uuid = r.run_uuid"
+                                              " WHERE t.key = 'tprepro.invocation' AND t.value = ?", (key,))]
 
 
 def test_the_next_invocation_closes_the_parents_of_a_killed_one_and_not_of_a_live_one(tmp_path):
@@ -80,10 +93,7 @@ def test_the_next_invocation_closes_the_parents_of_a_killed_one_and_not_of_a_liv
             assert why.startswith(time.strftime("%Y-%m-%dT", time.gmtime()))
             assert f"closed by invocation {next_key}" in why
             assert f"(pid {pid} on {host}) had ended without closing it" in why
-        with sqlite3.connect(store) as db:
-            ends = db.execute("SELECT end_time FROM runs r JOIN tags t ON t.run_uuid = r.run_uuid"
-                              " WHERE t.key = 'tprepro.invocation' AND t.value = ?", (killed_key,)).fetchall()
-        assert all(end is not None for (end,) in ends)
+        assert all(end is not None for end in end_times(store, killed_key))
         assert parents(store, alive_key) == [("RUNNING", "active", None)] * EXPERIMENTS  # still running: left open
         assert alive.poll() is None
     finally:
@@ -145,3 +155,19 @@ def test_the_parent_of_a_successful_hand_run_ends_finished_and_of_a_killed_one_k
     assert following.returncode == 0, out[-3000:]
     status, why = hand_parents(store)[killed_key]
     assert status == "KILLED" and "had ended without closing it" in why
+
+
+def test_a_failed_invocation_closes_its_parents_as_failed(tmp_path):
+    """A job whose command is not found (exit 127, as `tprepro` off PATH did): Snakemake's onerror closes the
+    invocation's parent runs as FAILED, with an end time; idle (no job's run became their child), they are
+    also deleted. Before, deleting one left it RUNNING (issue 54: 4 parents RUNNING after such a run)."""
+    store, root = tmp_path / "mlflow.db", tmp_path / "failing"
+    write_snakefile(root, "never.txt", "echo $TPREPRO_INVOCATION > key.txt; exit 127")
+    failed = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1"], cwd=root, capture_output=True,
+                            text=True, env=tool_env(MLFLOW_TRACKING_URI=f"sqlite:///{store}"), timeout=600)
+    assert failed.returncode != 0 and "exit code" in failed.stdout + failed.stderr, failed.stderr[-3000:]
+    key = (root / "key.txt").read_text().strip()
+    assert parents(store, key) == [("FAILED", "deleted", None)] * EXPERIMENTS
+    ends = end_times(store, key)
+    assert len(ends) == EXPERIMENTS and None not in ends
+

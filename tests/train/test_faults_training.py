@@ -15,10 +15,11 @@ import torch
 from tprepro.errors import TpreproError
 from tprepro.train.callbacks import Callback
 from tprepro.train.checkpoint import FORMAT, CheckpointError, load_checkpoint, save_checkpoint
+from tprepro.train import kept_states
 from tprepro.train.trainer import Diverged, Trainer
 
 from helpers import tool_env
-from training_kit import data, make_job  # noqa: F401  (the module-scoped dataset fixture)
+from training_kit import CrashAt, data, make_job  # noqa: F401  (the module-scoped dataset fixture)
 from training_project import make_workspace, start_training, summary, train
 
 
@@ -165,8 +166,11 @@ def test_a_corrupt_checkpoint_on_resume_is_moved_aside_and_training_restarts(dat
 
 @pytest.mark.parametrize("change", ["seed", "fewer_steps"])
 def test_a_mismatched_checkpoint_is_moved_aside_never_overwritten(data, tmp_path, capsys, change):  # noqa: F811
+    """A checkpoint of a run in progress is moved aside; a finished run's, kept already
+    (train/kept_states.py), stays kept in finished/ instead of piling up beside it."""
     ckpt = tmp_path / "ckpt.pt"
-    Trainer(make_job(data, 8), ckpt).fit()
+    with pytest.raises(KeyboardInterrupt):
+        Trainer(make_job(data, 9, checkpoint_every=6), ckpt, callbacks=[CrashAt(8)]).fit()  # in progress: step 6
     original = ckpt.read_bytes()
     other = make_job(data, 8, seed=12) if change == "seed" else make_job(data, 4)
     trainer = Trainer(other, ckpt)
@@ -177,6 +181,16 @@ def test_a_mismatched_checkpoint_is_moved_aside_never_overwritten(data, tmp_path
     assert f"WARNING: {ckpt}" in warning and str(aside[0]) in warning
     trainer.fit()  # its own checkpoint; the moved one stays
     assert aside[0].read_bytes() == original
+
+    finished = tmp_path / "finished"
+    Trainer(make_job(data, 8), finished / "ckpt.pt").fit()
+    original = (finished / "ckpt.pt").read_bytes()
+    trainer = Trainer(make_job(data, 8, seed=12) if change == "seed" else make_job(data, 4), finished / "ckpt.pt")
+    assert trainer.resumed_from is None and not list(finished.glob("ckpt.pt.*"))
+    assert "it stays kept in finished/" in capsys.readouterr().err
+    trainer.fit()
+    kept = kept_states.state_folder(finished, make_job(data, 8).fingerprint, 8) / "ckpt.pt"
+    assert kept.read_bytes() == original
 
 
 class PoisonAfterCheckpoint(Callback):

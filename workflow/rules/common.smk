@@ -4,9 +4,10 @@
 from tprepro.experiments.mathematics.cli import DATA
 from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE, TRAIN_SPLITS, split_modules
 from tprepro.params import snakemake_params
-from tprepro.workflow import (code_digest, final_outputs, module_dirs, settings, settle_output_times, stage_inputs,
-                              stage_outputs, stage_resources, stage_shell)
+from tprepro.workflow import (code_digest, final_outputs, jobs_use_this_interpreter, module_dirs, settings,
+                              settle_output_times, stage_inputs, stage_outputs, stage_resources, stage_shell)
 
+jobs_use_this_interpreter()  # `.venv/bin/snakemake` runs .venv's tprepro, whatever PATH holds
 PARAMS_FILE, P = snakemake_params(config)  # stops here, naming the key, if the settings are invalid
 settle_output_times(P, workflow)  # reruns follow content, as DVC's do: a byte-identical rewrite keeps its time
 # Each rule takes from its stage's declaration (tprepro.experiments, the one dvc.yaml is generated from)

@@ -97,7 +97,7 @@ def start_parent_runs(experiments: list[Experiment]) -> None:
 
 
 def finish_parent_run(experiment: str | Experiment, status: str = "FINISHED", owner: bool = False) -> None:
-    """Close this invocation's parent run in `experiment` (deleted if no run became its child).
+    """Close this invocation's parent run in `experiment` with `status` (and delete it if no run became its child).
 
     Called by Snakemake's onsuccess/onerror (`owner`) and by each experiment's tables stage; under
     Snakemake (its key exported) a stage leaves the parent open, as later jobs may still add to it.
@@ -115,9 +115,8 @@ def finish_parent_run(experiment: str | Experiment, status: str = "FINISHED", ow
         run_id = found.info.run_id
         children = client.search_runs([experiment_id], filter_string=f"tags.`mlflow.parentRunId` = '{run_id}'",
                                       max_results=1)
-        if children:
-            client.set_terminated(run_id, status)
-        else:
+        client.set_terminated(run_id, status)  # also an idle one: deleting a run leaves its status as it was
+        if not children:
             client.delete_run(run_id)
     except Exception as exc:
         warn(f"MLflow store {describe_store(uri)}: could not end the pipeline's parent run "

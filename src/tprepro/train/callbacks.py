@@ -35,7 +35,7 @@ class ProgressBar(Callback):
     In a terminal: a tqdm bar over optimiser steps showing the last logged loss. In a log file (no
     terminal): a timestamped line at most every `log_interval` seconds of wall time (step, loss,
     steps/s since this attempt started, time left), no carriage-return redraws. `mirror`: a file that
-    gets those lines too, whatever stderr is (where `tprepro status` finds a job no scheduler logs).
+    gets those lines too, whatever stderr is (the progress log where `tprepro status` finds every training).
     """
 
     def __init__(self, log_interval: float = 30.0, mirror: Path | None = None):

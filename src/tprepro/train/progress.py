@@ -1,5 +1,5 @@
-"""Training jobs' progress as their log files tell it (the lines of train.callbacks.ProgressBar):
-what `tprepro status` prints for the jobs under logs/."""
+"""Training jobs' progress as their progress logs tell it (the lines of train.callbacks.ProgressBar):
+what `tprepro status` prints for the trainings under logs/progress/."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+
+from tprepro.train.files import PROGRESS
 
 LINE = re.compile(r"^(?P<stamp>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) UTC \[(?P<name>[^\]]+)\] (?P<text>.*)$")
 STARTED = re.compile(r"^training on .*?(?:from step 0|resuming at step (?P<step>\d+)) of (?P<total>\d+)")
@@ -98,17 +100,19 @@ def labels(jobs: list[Progress], logs: Path) -> list[str]:
 
 def status_report(logs: Path, everything: bool = False, now: datetime | None = None) -> str:
     """What `tprepro status` prints: each unfinished training job (with `everything`, the finished
-    ones too), and how to follow one."""
+    ones too), and how to follow one. It reads `logs`/progress/, the progress log every training
+    writes however its stderr is routed (train/files.py progress_log)."""
     now = now or datetime.now(timezone.utc)
-    jobs = job_progress(logs)
+    folder = logs / PROGRESS
+    jobs = job_progress(folder)
     running = [job for job in jobs if not job.finished]
     shown = jobs if everything else running
     lines = [job.describe(now, label) for job, label in zip(shown, labels(shown, logs))]
     finished = len(jobs) - len(running)
     if not running:
-        lines.append(f"no training job in progress under {logs}/ ({finished} finished)")
+        lines.append(f"no training job in progress under {folder}/ ({finished} finished)")
     else:
         lines += ["", f"{len(running)} in progress, {finished} finished. Follow one with `tail -f {running[0].log}` "
                       f"(a progress line every half minute); a job whose last line is much older than that "
-                      f"has stopped: the end of its log says why."]
+                      f"has stopped: the end of its job's output says why (under Snakemake, its log in logs/)."]
     return "\n".join(lines)

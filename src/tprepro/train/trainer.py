@@ -6,10 +6,14 @@ position, the torch RNG (dropout) and the open logging window, so it ends with
 the same weights and logged metrics as an uninterrupted run. A checkpoint that
 cannot be used is moved aside (`checkpoint.pt.<reason>-<UTC time>`, never
 overwritten or deleted) with a warning naming both files, and training starts
-from step 0: `mismatch` (written under other settings, data or more steps) or
+from step 0 (or a kept finished state, below): `mismatch` (written under other settings, data or more steps) or
 `corrupt` (content hash wrong, truncated, or not plain tensors and values).
 A checkpoint at the final step is a finished run: `fit()` returns its summary
-(last loss, timing) without training. A non-finite loss or weight stops
+(last loss, timing) without training. A finished run's final state is kept
+(train/kept_states.py), and a later run under the same settings resumes from
+the furthest kept state within its steps when checkpoint.pt is not as far
+(after `dvc exp apply` of a shorter run, say); checkpoint.pt is then moved
+aside only if it is not itself a kept state. A non-finite loss or weight stops
 training with `Diverged` before anything non-finite is written.
 
 SIGTERM, SIGUSR1 or SIGINT (Ctrl-C) stop training at the next step boundary with a checkpoint
@@ -24,6 +28,7 @@ import hashlib
 import json
 import math
 import signal
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -41,6 +46,7 @@ from tprepro.models.interfaces import Codec
 from tprepro.models.registry import build_model, count_parameters
 from tprepro.errors import TpreproError
 from tprepro.train.callbacks import Callback
+from tprepro.train import kept_states
 from tprepro.train.checkpoint import CheckpointError, TrainState, move_aside, save_checkpoint
 from tprepro.train.compiling import compile_cache_dir, compile_model, mark_dynamic_lengths
 from tprepro.train.distributed import World, shard_batch
@@ -126,8 +132,11 @@ class Diverged(TpreproError):
 
 class Trainer:
     def __init__(self, job: TrainJob, checkpoint_path: Path, callbacks: Sequence[Callback] = (),
-                 world: World | None = None):
+                 world: World | None = None, kept_with: Sequence[str] = ()):
+        """`kept_with`: files a callback writes beside the checkpoint at each checkpoint (the learning
+        curve), kept and restored with a finished state (train/kept_states.py)."""
         self.job = job
+        self.kept_with = tuple(kept_with)
         self.name = job.name
         self.config = job.config
         self.checkpoint_path = Path(checkpoint_path)
@@ -173,22 +182,27 @@ class Trainer:
 
     # ---- checkpoints -------------------------------------------------------------
     def _maybe_resume(self) -> None:
-        if not self.checkpoint_path.is_file():
-            return
-        try:
-            state = TrainState.read(self.checkpoint_path)
-        except CheckpointError as exc:
-            self.world.barrier()  # every rank has read (and rejected) it before rank 0 moves it
+        """Resume from checkpoint.pt, or from a kept finished state (train/kept_states.py) that is
+        further along under this job's fingerprint; a checkpoint.pt not resumed from is moved aside
+        unless it is one of the kept states."""
+        state = self._read(self.checkpoint_path)
+        usable = state is not None and state.fingerprint == self.job.fingerprint and state.step <= self.config.steps
+        kept = kept_states.furthest(self.checkpoint_path, self.job.fingerprint, self.config.steps)
+        further = self._read(kept[1]) if kept is not None and kept[0] > (state.step if usable else -1) else None
+        if further is not None and further.fingerprint == self.job.fingerprint:
+            if state is not None:
+                self._set_aside("superseded" if usable else "mismatch",
+                                f"step {state.step}{' only' if usable else ', under other settings, data or more steps'}"
+                                f"; training resumes from the kept finished state {kept[1]} (step {further.step} "
+                                f"of {self.config.steps})")
             if self.world.is_main:
-                why = str(exc).removeprefix(f"{self.checkpoint_path}: ")
-                move_aside(self.checkpoint_path, "corrupt", f"{why}; training restarts from step 0")
+                kept_states.restore(kept[1], self.checkpoint_path)
+            state, usable = further, True
+        if state is None:
             return
-        if state.fingerprint != self.job.fingerprint or state.step > self.config.steps:
-            self.world.barrier()
-            if self.world.is_main:
-                move_aside(self.checkpoint_path, "mismatch",
-                           f"written under other settings, data or more steps (step {state.step} of "
-                           f"{self.config.steps}); training restarts from step 0")
+        if not usable:
+            self._set_aside("mismatch", f"written under other settings, data or more steps (step {state.step} of "
+                                        f"{self.config.steps}); training restarts from step 0")
             return
         self.model.load_state_dict(state.model)
         self.optimizer.load_state_dict(state.optimizer)
@@ -202,6 +216,31 @@ class Trainer:
         self.last_metrics = dict(state.last_metrics)
         self.finished = state.summary if self.step == self.config.steps else None
         self.job.extra.update(state.extra)
+
+    def _read(self, path: Path) -> TrainState | None:
+        """The training state in `path`; None if there is none or it is corrupt (then moved aside, warning)."""
+        if not path.is_file():
+            return None
+        try:
+            return TrainState.read(path)
+        except CheckpointError as exc:
+            self.world.barrier()  # every rank has read (and rejected) it before rank 0 moves it
+            if self.world.is_main:
+                why = str(exc).removeprefix(f"{path}: ")
+                move_aside(path, "corrupt", f"{why}; training does not resume from it")
+            return None
+
+    def _set_aside(self, reason: str, why: str) -> None:
+        """checkpoint.pt is not resumed from: moved aside (once every rank has read it), unless it is a kept
+        finished state, which the next checkpoint may replace (its kept file stays)."""
+        self.world.barrier()
+        if not self.world.is_main:
+            return
+        if kept_states.holds(self.checkpoint_path):
+            print(f"[{self.name}] {self.checkpoint_path}: {why}; it stays kept in "
+                  f"{kept_states.KEPT}/", file=sys.stderr, flush=True)
+        else:
+            move_aside(self.checkpoint_path, reason, why)
 
     def save_checkpoint(self, summary: dict | None = None) -> None:
         """Every rank takes part (RNG states and window losses are gathered); rank 0 writes.
@@ -262,6 +301,7 @@ class Trainer:
         if self.finished is not None:  # a finished run re-invoked: report it, train nothing
             if self.world.is_main:
                 print(f"[{self.name}] {self.checkpoint_path} is already at step {self.step}; nothing to train")
+                self._keep()
             return dict(self.finished)
         self.net.train()
         for cb in self.callbacks:
@@ -306,9 +346,16 @@ class Trainer:
             "processes": self.world.size,
         }
         self.save_checkpoint(summary)
+        if self.world.is_main:
+            self._keep()
         for cb in self.callbacks:
             cb.on_train_end(summary)
         return summary
+
+    def _keep(self) -> None:
+        """Keep the finished state in checkpoint.pt (train/kept_states.py), so that a later training under
+        these settings resumes from it whatever checkpoint.pt then holds."""
+        kept_states.keep(self.checkpoint_path, self.job.fingerprint, self.step, self.kept_with)
 
     def _stop(self, signum: int | None) -> None:
         self.save_checkpoint()
