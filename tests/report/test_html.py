@@ -26,7 +26,7 @@ PREDICTION = f"a prediction {IMAGE} {FRAME} [link](javascript:alert(1)) *not emp
 
 def write_evaluations(root, models) -> None:
     """Each model's evaluation (a row per ROUGE type) and per-document file as the evaluate stage writes
-    them (digests beside them)."""
+    them (digests beside them), and its role sharpness (null: no discrete roles)."""
     scores = {"rouge1": 0.5, "rouge2": 0.25, "rougeL": 0.5}
     for model in models:
         documents = pd.DataFrame([{"id": "doc<1>&", **scores, "reference": REFERENCE, "prediction": PREDICTION}],
@@ -37,6 +37,7 @@ def write_evaluations(root, models) -> None:
         write_digested_csv(pd.DataFrame([{"model": model, "seed": 1, "module": name, "split": "test", "n": 1,
                                           "correct": value, "accuracy": value} for name, value in scores.items()]),
                            run.with_name(f"{run.name}.csv"))
+        run.with_name(f"{run.name}.roles.json").write_text('{"role_sharpness": null}')
 
 
 @pytest.mark.slow  # a tprepro subprocess and Chromium

@@ -219,7 +219,7 @@ def test_dvc_pipeline_end_to_end(project, generate_python):
     params["models"]["tp_transformer"]["d_ff"] = 24
     write_params(root / "params.yaml", params)
     status = json.loads(dvc(root, generate_python, "status", "--json").strip().splitlines()[-1])
-    assert set(status) == {"train@tp_transformer-1"}
+    assert set(status) == {"train@tp_transformer-1", "tables"}  # tables reads the architecture (its paper row)
     rerun = re.findall(r"Running stage '([^']+)'", dvc(root, generate_python, "repro"))
     assert set(rerun) == {"train@tp_transformer-1", "evaluate@tp_transformer-1", "tables",
                           "interpret_mathematics@tp_transformer-1", "interpret_reconstruction", "report"}

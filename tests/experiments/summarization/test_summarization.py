@@ -512,6 +512,9 @@ def test_a_missing_or_broken_evaluation_file_is_named(tmp_path):
     with pytest.raises(TpreproError, match=r"tpt_d-s1\.documents\.csv: no recorded digest"):  # required
         read_run_evaluation(evaluation, "tpt_d", "xsum", 1)
     record_digest(tmp_path / "tpt_d-s1.documents.csv")
+    with pytest.raises(TpreproError, match=r"tpt_d-s1\.roles\.json: missing \(every evaluation writes it\)"):
+        read_run_evaluation(evaluation, "tpt_d", "xsum", 1)
+    (tmp_path / "tpt_d-s1.roles.json").write_text('{"role_sharpness": null}')  # a model without discrete roles
     run = read_run_evaluation(evaluation, "tpt_d", "xsum", 1)
     assert run.documents["prediction"].tolist() == [""] and run.role_sharpness is None  # empty, not NaN
     (tmp_path / "tpt_d-s1.roles.json").write_text('{"role_sharpness": 0.25')  # cut short

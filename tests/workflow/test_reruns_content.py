@@ -1,0 +1,153 @@
+"""The rerun oracle, content (issue 54): new content at each tier (a data shard, `vocab.json`, a model over 1 MB
+whose evaluation comes out byte-identical) reruns exactly its readers in Snakemake and DVC alike; what leaves
+content alone (a touch, a rerun by hand, `dvc checkout`, a copy of the project, a lost or damaged output-time ledger)
+plans nothing; an older experiment applied is up to date for both tools (tests/workflow/rerun_oracle.py)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+from pipeline_kit import dvc, run, snakemake
+from rerun_oracle import (
+    NOTHING,
+    Project,
+    check_nothing_planned,
+    check_plans,
+    check_runs_converge,
+    dvc_plans,
+    finished_project,
+    readers,
+)
+
+from tprepro.job_graph import jobs
+from tprepro.train.checkpoint import load_checkpoint, save_checkpoint
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory, generate_python) -> Project:
+    return finished_project(tmp_path_factory, generate_python)
+
+
+# --- new content at each tier, accepted for DVC as its stage's output (`dvc commit`), as a retrain elsewhere is
+
+
+def _new_shard(root: Path) -> str:
+    """One module's training shards rewritten in place with one problem fewer (a valid dataset; the folder and
+    Snakemake's timestamp in it keep their times). Returns the folder."""
+    from tprepro.data.shards import SCHEMA, iter_rows, open_dataset, write_dataset
+
+    folder = root / "data/mathematics/train-easy/numbers__place_value"
+    dataset = open_dataset(folder)
+    rows = list(iter_rows(dataset, columns=SCHEMA.names))[:-1]
+    meta = {key: value for key, value in dataset.manifest.items() if key not in ("rows", "shards")}
+    remade = root.parent / "remade"
+    write_dataset(remade, [rows], **meta)
+    for old in folder.glob("*.parquet"):
+        old.unlink()
+    for made in remade.iterdir():
+        shutil.copyfile(made, folder / made.name)
+    return str(folder.relative_to(root))
+
+
+def _new_vocab(root: Path) -> str:
+    """vocab.json rewritten with other bytes (the same vocabulary, one more newline) and its digest."""
+    from tprepro.io import record_digest
+
+    vocab = root / "data/vocab.json"
+    vocab.write_bytes(vocab.read_bytes() + b"\n")
+    record_digest(vocab)
+    return "data/vocab.json"
+
+
+def _new_model(root: Path) -> str:
+    """A model over 1 MB with one weight moved by 1e-6, as a retrain on another device gives: its evaluation comes out
+    byte-identical."""
+    path = root / "mathematics/models/tp_transformer-s1/model.pt"
+    assert path.stat().st_size > 1_000_000  # Snakemake checksums inputs up to 1 MB only
+    saved = load_checkpoint(path)
+    weights = saved["model"]
+    first = next(key for key, value in weights.items() if torch.is_floating_point(value))
+    weights[first] = weights[first] + 1e-6
+    save_checkpoint(saved, path)
+    return "mathematics/models/tp_transformer-s1/model.pt"
+
+
+CONTENT = {"shard": _new_shard, "vocab": _new_vocab, "model": _new_model}
+
+
+@pytest.mark.parametrize("tier", CONTENT)
+def test_new_content_reruns_what_reads_it(finished, tmp_path, generate_python, tier):
+    project = finished.copy(tmp_path / "project")
+    changed_path = CONTENT[tier](project.root)
+    (writer,) = [job for job in jobs(project.params) if changed_path in job.outputs]
+    dvc(project.root, generate_python, "commit", "--force", writer.dvc_name)  # the new content is the stage's
+    check_plans(project, generate_python, readers(project.params, {changed_path}))
+    check_runs_converge(project, tmp_path, generate_python)
+    if tier == "model":  # the evaluation wrote the same bytes: given its old time back it would rerun forever
+        evaluation = project.root / "mathematics/eval/tp_transformer-s1.csv"
+        assert evaluation.read_bytes() == (finished.root / "mathematics/eval/tp_transformer-s1.csv").read_bytes()
+
+
+# --- what leaves content alone plans nothing
+
+
+def test_a_touch_or_a_rerun_by_hand_with_the_same_result_plans_nothing(finished, tmp_path, generate_python):
+    project = finished.copy(tmp_path / "project")
+    for path in ("data/vocab.json", "mathematics/models/tp_transformer-s1/model.pt",
+                 "data/mathematics/train-easy/numbers__place_value"):
+        target = project.root / path
+        for file in ([target] if target.is_file() else sorted(target.glob("*.parquet"))):
+            file.touch()
+    (data_job,) = [job for job in jobs(project.params) if job.outputs == ("data/mathematics/train-hard/numbers__place_value",)]
+    run(data_job.command.split(), project.root, generate_python)  # a new folder, the same shards
+    check_nothing_planned(project, generate_python)
+
+
+def test_outputs_restored_by_dvc_checkout_plan_nothing(finished, tmp_path, generate_python):
+    project = finished.copy(tmp_path / "project")
+    for path in ("data/mathematics/train-hard/arithmetic__add_or_sub", "data/vocab.json",
+                 "mathematics/models/transformer-s1/model.pt", "mathematics/eval/transformer-s1.csv",
+                 "results/tables/table1.md"):
+        target = project.root / path
+        shutil.rmtree(target) if target.is_dir() else target.unlink()
+    dvc(project.root, generate_python, "checkout")
+    check_nothing_planned(project, generate_python)
+
+
+def test_a_copy_of_the_project_plans_nothing(finished, tmp_path, generate_python):
+    check_nothing_planned(finished.copy(tmp_path / "project", keep_times=False), generate_python)
+
+
+@pytest.mark.parametrize("ledger", [None, b'{"data/vocab.json": {"dig', b"[1, 2, 3]",
+                                    b'{"data/vocab.json": "a string"}'], ids=["deleted", "truncated", "list", "entry"])
+def test_a_lost_or_damaged_ledger_plans_nothing(finished, tmp_path, generate_python, ledger):
+    project = finished.copy(tmp_path / "project")
+    path = project.root / ".snakemake/tprepro/output_times.json"
+    path.unlink() if ledger is None else path.write_bytes(ledger)
+    out = snakemake(project.root, generate_python, "-n")
+    assert NOTHING in out
+    if ledger is not None and ledger.startswith((b"[", b'{"data/vocab.json": "')):
+        assert f"{path.relative_to(project.root)}: not a ledger" in out  # named, and started again
+    check_nothing_planned(project, generate_python)
+
+
+def test_an_older_experiment_applied_is_up_to_date_for_both_tools(finished, tmp_path, generate_python):
+    """`dvc exp save -n baseline; dvc exp run -S train.steps=…; dvc exp apply baseline`, then `dvc repro` and
+    Snakemake: both complete with the baseline's tables, byte for byte, and nothing to do (issue 54, case 1: the
+    evaluations' digests came back with them, where the tables stage refused them and DVC deleted Table 1)."""
+    project = finished.copy(tmp_path / "project")
+    tables = {path: path.read_bytes() for path in sorted((project.root / "results/tables").glob("table1.*"))}
+    dvc(project.root, generate_python, "exp", "save", "-n", "baseline")
+    dvc(project.root, generate_python, "exp", "run", "-S", "train.steps=18")
+    assert (project.root / "results/tables/table1.csv").read_bytes() != tables[project.root / "results/tables/table1.csv"]
+    dvc(project.root, generate_python, "exp", "apply", "baseline")
+    dvc(project.root, generate_python, "repro")
+    assert {path: path.read_bytes() for path in tables} == tables
+    assert dvc_plans(project.root, generate_python) == set()
+    assert NOTHING in snakemake(project.root, generate_python)
+    assert {path: path.read_bytes() for path in tables} == tables
