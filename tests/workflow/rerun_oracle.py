@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import fcntl
 import json
-import shutil
+import os
 import subprocess
 import sys
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from helpers import copy_project, micro_n2f, write_params
 from pipeline_kit import (
     dvc,
@@ -59,21 +61,28 @@ class Project:
 
 def finished_project(tmp_path_factory, generate_python) -> Project:
     """The micro project run to the end by Snakemake and recorded for DVC (`make dvc-commit`), in a git commit:
-    built once per test session and shared by every worker (the first builds it under a lock, the others wait and
-    read it; tests change copies only)."""
-    shared = tmp_path_factory.getbasetemp().parent  # one folder above every xdist worker's own
+    built once per test session and shared by its xdist workers (the first builds it under a lock, the others
+    wait and read it; tests change copies only). A failed build is reported to every worker, not built again."""
+    basetemp = tmp_path_factory.getbasetemp()
+    shared = basetemp.parent if os.environ.get("PYTEST_XDIST_WORKER") else basetemp  # the session's own folder
     with open(shared / "rerun-oracle.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         root = shared / "rerun-oracle" / "finished"
-        built = root.parent / "built"
+        built, failed = root.parent / "built", root.parent / "failed"
+        if failed.exists():
+            pytest.fail(f"building the finished micro project failed (another worker):\n{failed.read_text()}")
         if not built.exists():
-            shutil.rmtree(root.parent, ignore_errors=True)  # a build cut short by a failure
-            _build(root, generate_python)
+            try:
+                _build(root, generate_python)
+            except BaseException:
+                failed.write_text(traceback.format_exc())
+                raise
             built.touch()
     return Project(root, oracle_params())
 
 
 def _build(root: Path, generate_python) -> None:
+    root.parent.mkdir(parents=True, exist_ok=True)
     copy_project(root)
     params = oracle_params()
     write_params(root / "params.yaml", params)

@@ -31,6 +31,8 @@ EXPERIMENT = Experiment(
                       out="the report page (HTML, written whole)"), _report,
               code=(*COMMON, *MODEL_CODE, "report/__init__.py", "report/html_report.py", "report/html.py",
                     "experiments/__init__.py", "experiments/html_report"),
+              params=("grid.models", "grid.seeds", "n2f.tasks", "two_variable.models", "two_variable.seeds"),  # the
+              # axes of the jobs whose outputs it shows
               dvc=(DvcStage(f"tprepro report --out {REPORT}", deps=(CAPTIONS, *REPORTED), results=(REPORT,)),)),
     ),
     tracked=False,
