@@ -40,7 +40,7 @@ from tprepro.data.batching import BatchStream
 from tprepro.data.packing import pack
 from tprepro.evaluate.curves import heldout_loss
 from tprepro.params import TrainConfig, load_params
-from tprepro.train.trainer import FINGERPRINT_DEFAULTS
+from tprepro.params.train_config import FINGERPRINT_DEFAULTS
 
 from benchmarks.kit.overrides import cpu_run
 from benchmarks.kit.report import markdown_table, stamp, write_report

@@ -13,7 +13,7 @@ import hashlib
 import math
 import os
 import re
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, Callable
@@ -22,6 +22,7 @@ import jsonschema
 import yaml
 
 from tprepro.errors import TpreproError, suggestion
+from tprepro.params.train_config import TrainConfig  # noqa: F401 (callers import the train section from here)
 
 DEFAULT_PARAMS = "params.yaml"
 # Snakemake points its jobs at the params file it resolved (--config params=FILE, key=value overrides)
@@ -342,48 +343,6 @@ def merge_overrides(base: dict, override: dict) -> dict:
         else:
             merged[key] = copy.deepcopy(value)
     return merged
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    """The `train:` section of params.yaml (the paper's optimiser lives in workflow/configs/paper.yaml)."""
-
-    steps: int  # optimiser steps (the paper: 1.7M; Table 1 rows at 500k and 700k)
-    batch_size: int  # problems per batch (the paper: 1024)
-    lr: float  # Adam learning rate (the paper: 1e-4); Adafactor: the cap of its relative step size
-    betas: tuple[float, float]  # Adam betas (the paper: 0.9, 0.995)
-    grad_clip: float  # gradient-norm clip (the paper: 0.1)
-    warmup_steps: int  # linear warm-up steps (the paper: none)
-    checkpoint_every: int  # write a resumable checkpoint every N steps (and at the end)
-    log_every: int  # report loss / learning rate / throughput every N steps
-    bucket_width: int  # batching: buckets: length-bucket width in characters
-    shuffle_buffer: int  # rows in the stream's shuffle buffer (data/batching.py)
-    read_rows: int  # rows each dataset's reader holds at once: memory ~ datasets x this + shuffle_buffer
-    device: str  # auto | cpu | cuda
-    threads: int  # torch intra-op threads per job (0: torch's default)
-    amp: str | bool = "auto"  # bf16 autocast: auto (on for CUDA) | true | false
-    compile: str | bool = "auto"  # torch.compile: auto (on for CUDA) | true | false (true refused on CPU)
-    processes: int = 1  # data-parallel processes per job, same global batch (0: one per visible GPU)
-    max_requeues: int = 0  # Snakemake re-runs of a preempted job (`retries:`); each resumes its checkpoint
-    optimizer: str = "adam"  # adam | adafactor (torch.optim.Adafactor; `lr` caps its relative step size)
-    schedule: str = "constant"  # constant (after warm-up) | inverse_sqrt (peak at warmup_steps, then 1/sqrt(step))
-    #                             | cosine (peak at warmup_steps, half a cosine down to 0 at `steps`)
-    batching: str = "pool"  # batch order (data/batching.py): pool (length-sorted pools) | buckets (of bucket_width)
-    pool_batches: int = 16  # batching: pool: batches cut from each length-sorted pool of rows (1: random batches)
-    loss_weighting: str = "batch"  # batch: each step's loss is its batch's mean per target token (short and long
-    #                                batches weigh alike) | token: the batch's summed loss over the running mean of
-    #                                target tokens per batch, so every token weighs alike across batches
-    prefetch: int | str = "auto"  # batches made ahead on a background thread (data/prefetch.py); 0: in the
-    #                               training loop; auto: 2 on CUDA, 0 on CPU (there the thread competes with the step)
-    packing: bool = False  # several problems laid end to end per row, each attending only within itself
-    #                        (data/packing.py): the same loss as padded rows, little padding (Transformer archs on
-    #                        character problems; validation refuses it for an experiment that cannot pack, by name)
-
-    @classmethod
-    def from_params(cls, params: dict) -> "TrainConfig":
-        section = dict(params["train"])
-        section["betas"] = tuple(section["betas"])
-        return cls(**{f.name: section[f.name] for f in fields(cls) if f.name in section})
 
 
 def _typed(value: Any) -> Any:

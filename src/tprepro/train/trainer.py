@@ -37,6 +37,7 @@ from typing import Sequence
 import torch
 
 from tprepro.params import TrainConfig
+from tprepro.params.train_config import fingerprinted
 from tprepro.data.batching import Batch, BatchStream
 from tprepro.data.packing import pack
 from tprepro.data.vocab import Vocab
@@ -78,17 +79,6 @@ def speed_paths(config: TrainConfig, device: torch.device) -> tuple[bool, bool]:
     return amp, compile_
 
 
-# Settings left out of the fingerprint while at these values (what a run did before the setting
-# existed), so checkpoints written before the settings existed still resume.
-FINGERPRINT_DEFAULTS = {"optimizer": "adam", "schedule": "constant", "batching": "buckets", "pool_batches": 16,
-                         "loss_weighting": "batch", "packing": False}
-
-
-# Settings that may change between a run and its resumption (e.g. extending `steps`).
-_RESUMABLE_CHANGES = ("steps", "checkpoint_every", "log_every", "device", "threads",
-                      "amp", "compile", "processes", "max_requeues", "prefetch")
-
-
 @dataclass
 class TrainJob:
     """Everything one training run needs; `fingerprint` identifies it for resuming."""
@@ -107,8 +97,7 @@ class TrainJob:
         settings = {
             "seed": self.seed,
             "model": asdict(self.model),
-            "train": {k: v for k, v in asdict(self.config).items()
-                      if k not in _RESUMABLE_CHANGES and FINGERPRINT_DEFAULTS.get(k, object()) != v},
+            "train": fingerprinted(self.config),  # the settings a resumed run must share (params/train_config.py)
             "vocab": list(self.vocab.symbols),
             "data": self.data_fingerprint,
         }
