@@ -22,6 +22,7 @@ from tprepro.data.vocab import SPECIALS, Vocab
 from tprepro.models.registry import count_parameters, resolve_model_config
 from tprepro.params import TrainConfig, load_params
 from tprepro.train import kept_states
+from tprepro.train.files import CHECKPOINT_FILE, MODEL_FILE
 
 from benchmarks.kit.report import markdown_table, stamp
 from benchmarks.kit.runner import train
@@ -34,10 +35,10 @@ def measure(preset: str, files: list[Path], vocab: Vocab, folder: Path) -> dict:
     config = TrainConfig.from_params({"train": {**load_params()["train"], "steps": 1, "batch_size": 4,
                                                 "checkpoint_every": 1, "log_every": 1, "device": "cpu"}})
     trainer, _ = train(preset, 1, resolve_model_config(preset, {}), config, [files], vocab, folder=folder)
-    trainer.export(folder / "model.pt")
-    (state,) = (folder / kept_states.KEPT).glob("*/checkpoint.pt")
+    trainer.export(folder / MODEL_FILE)
+    (state,) = (folder / kept_states.KEPT).glob(f"*/{CHECKPOINT_FILE}")
     return {"preset": preset, "parameters": count_parameters(trainer.model),
-            "kept_state_bytes": state.stat().st_size, "model_bytes": (folder / "model.pt").stat().st_size}
+            "kept_state_bytes": state.stat().st_size, "model_bytes": (folder / MODEL_FILE).stat().st_size}
 
 
 def main() -> int:

@@ -51,6 +51,7 @@ from tprepro.experiments.two_variable.data import write_two_variable
 from tprepro.models.registry import resolve_model_config
 from tprepro.params import TrainConfig
 from tprepro.plan.speeds import THROUGHPUT_SCHEMA, write_throughput
+from tprepro.train.files import CHECKPOINT_FILE
 from tprepro.train.throughput import synchronize
 from tprepro.train.trainer import Trainer, TrainJob
 
@@ -113,7 +114,7 @@ def measure(preset: str, files, vocab, questions: list[str], args, cache_dir: Pa
     if torch.cuda.is_available():
         torch.cuda.reset_peak_memory_stats()
     recorder = Recorder(started=time.perf_counter())  # from the trainer's construction: model build and compile
-    trainer = Trainer(job, cache_dir / preset / "checkpoint.pt", callbacks=[recorder])
+    trainer = Trainer(job, cache_dir / preset / CHECKPOINT_FILE, callbacks=[recorder])
     trainer.fit()
     windows = [{"step": w["step"], "at_s": w["seconds"],
                 **{k: v for k, v in w.items() if k not in ("step", "seconds", "cpu_seconds")}} for w in recorder.logged]
@@ -211,7 +212,7 @@ def first_step_only(args) -> None:
     files, vocab, _ = DATA[args.experiment](args, args.work)
     Trainer(TrainJob(name=args.presets[0], seed=1, model=resolve_model_config(args.presets[0]),
                      config=train_config(args), files=files, vocab=vocab, data_fingerprint="benchmark"),
-            args.work / "requeued" / "checkpoint.pt").fit()
+            args.work / "requeued" / CHECKPOINT_FILE).fit()
     print(json.dumps({"first_step_done": time.time()}))
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 
 from tprepro.train.callbacks import Callback
+from tprepro.train.files import CHECKPOINT_FILE
 from tprepro.train.step import unwrap
 from tprepro.train.trainer import Trainer, TrainJob
 
@@ -63,7 +64,7 @@ def train(name: str, seed: int, model, config, files, codec, callbacks: Sequence
     job = TrainJob(name=name, seed=seed, model=model, config=config, files=files, vocab=codec,
                    data_fingerprint="benchmark")
     with tempfile.TemporaryDirectory() as tmp:
-        trainer = Trainer(job, Path(folder or tmp) / "checkpoint.pt", callbacks=list(callbacks))
+        trainer = Trainer(job, Path(folder or tmp) / CHECKPOINT_FILE, callbacks=list(callbacks))
         started = time.perf_counter()
         trainer.fit()
         return trainer, time.perf_counter() - started

@@ -22,7 +22,8 @@ from tprepro.data.shards import Dataset
 from tprepro.errors import TpreproError
 from tprepro.io import atomic_files, atomic_write_text
 from tprepro.params import TrainConfig
-from tprepro.train.files import MODEL_FILE, TRAIN_METRICS, no_trained_model, progress_log
+from tprepro.train.files import (CHECKPOINT_FILE, CURVE_FILE, MLFLOW_MODEL, MODEL_FILE, TRAIN_METRICS, no_trained_model,
+                                 progress_log)
 
 ROLE_SAMPLE = 64  # training rows whose role one-hotness is logged at every checkpoint (discrete-role models)
 
@@ -107,7 +108,7 @@ def train_model(run: TrainingRun) -> dict:
 
     from tprepro.data.shards import read_columns
     from tprepro.data.vocab import Vocab
-    from tprepro.evaluate.curves import CURVE_FILE, LearningCurve
+    from tprepro.evaluate.curves import LearningCurve
     from tprepro.evaluate.pyfunc import log_answering_model
     from tprepro.models.registry import arch_settings
     from tprepro.evaluate.roles import RoleSharpnessCallback, has_discrete_roles
@@ -148,7 +149,7 @@ def train_model(run: TrainingRun) -> dict:
         return finished
     world = World.from_env()
     progress = ProgressBar(mirror=progress_log(as_experiment(run.experiment).name, job.name) if world.is_main else None)
-    trainer = Trainer(job, checkpoints / "checkpoint.pt", callbacks=[progress, logger], world=world,
+    trainer = Trainer(job, checkpoints / CHECKPOINT_FILE, callbacks=[progress, logger], world=world,
                       kept_with=[CURVE_FILE] if curve else [])
 
     def log_step_metrics(metrics: dict, step: int) -> None:  # training-time evaluations of this run
@@ -174,14 +175,14 @@ def train_model(run: TrainingRun) -> dict:
         return summary
     summary.update(model=name, seed=seed, mlflow_run_id=job.extra.get("mlflow_run_id"),
                    mlflow_tracking_uri=job.extra.get("mlflow_tracking_uri"),
-                   checkpoint=str(checkpoints / "checkpoint.pt"))
+                   checkpoint=str(checkpoints / CHECKPOINT_FILE))
     atomic_write_text(out / TRAIN_METRICS, json.dumps(summary, indent=2, sort_keys=True) + "\n")
     if logger.run is not None:
         logger.run.set_tag("model_path", out / MODEL_FILE)
         if as_experiment(run.experiment).log_models:  # an MLflow model: load_model("runs:/<id>/<its name>")
             source = getattr(job.vocab, "columns", ("question", "answer"))[0]  # question or document
             example = str(read_columns(next(iter(datasets.values())).files[0], (source,)).column(0)[0])
-            log_answering_model(logger.run, out, job.vocab, example, checkpoints / "mlflow_model",
+            log_answering_model(logger.run, out, job.vocab, example, checkpoints / MLFLOW_MODEL,
                                 logged_model_name(run.experiment, logger.run.name))
         log_outputs(logger.run, [], "model")
     return summary

@@ -21,6 +21,7 @@ from tprepro.data.codecs import CodecKind
 from tprepro.data.codecs import register as register_codec
 from tprepro.params import ExperimentRules, read_yaml, register_rules
 from tprepro.params.layered import Layered
+from tprepro.train.files import MODEL_FILE, TRAIN_METRICS
 from tprepro.work import Work, fixed
 
 Runner = Callable[[argparse.Namespace], "int | None"]
@@ -116,7 +117,7 @@ class Reported(str):
 
 def trained(model_dir: str) -> tuple[str, str]:
     """A trained model's files in `model_dir` (a DVC path): what its evaluate and interpret stages read."""
-    return f"{model_dir}/model.pt", f"{model_dir}/train_metrics.json"
+    return f"{model_dir}/{MODEL_FILE}", f"{model_dir}/{TRAIN_METRICS}"
 
 
 def learning_curve(path: str, experiment: str) -> dict:
@@ -307,7 +308,7 @@ def train_arguments(models: str, seeds: str, **own: str | Option) -> Callable[[a
     train dataset directory, to --out and --checkpoints; `own`: further options (see `options`)."""
     return options("train", "vocab", "checkpoints", **{"model": f"a model name under {models} in the params file",
                    "seed": Option(f"training seed (one of {seeds})", type=int),
-                   "out": "directory for model.pt and train_metrics.json", **own})
+                   "out": f"directory for {MODEL_FILE} and {TRAIN_METRICS}", **own})
 
 
 def test_arguments(out: str, **own: str | Option) -> Callable[[argparse.ArgumentParser], None]:

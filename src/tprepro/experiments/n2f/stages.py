@@ -15,6 +15,7 @@ from typing import Mapping
 
 from tprepro.params import TrainConfig, load_params
 from tprepro.params.reads import for_the_record, peek
+from tprepro.experiments.n2f import VOCAB_FILE
 from tprepro.experiments.n2f.settings import TRAIN_BUDGET, TRAIN_DEVICE, n2f_train
 from tprepro.data.shards import open_dataset, write_dataset
 from tprepro.errors import TpreproError
@@ -24,7 +25,6 @@ from tprepro.experiments.n2f.tasks import TEST, TRAIN, get_task
 from tprepro.pipeline import (TrainingRun, evaluate_trained, final_losses, model_config, publish_table, published_rows,
                               read_train_metrics, require_model, train_model, training_summaries)
 
-VOCAB_FILE = "vocab.json"
 
 
 def _task_settings(params: dict, task: str, params_path: str) -> dict:
