@@ -3,6 +3,7 @@ shared modules below them) imports nothing from `tprepro.experiments`; experimen
 core needs (settings rules, codecs). Only the entry points (cli, predict, workflow, plan) list them."""
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -193,3 +194,24 @@ def test_no_circle_among_the_modules():
     """Modules inside packages are nodes too: no module reaches back to one that imports it."""
     found = circles(module_graph())
     assert not found, "import circles among modules:\n" + "\n".join(" <-> ".join(group) for group in found)
+
+
+def layers_table() -> dict[str, set[str]]:
+    """ARCHITECTURE.md's layers table: layer -> the files and packages its modules column names (`plan/` as plan)."""
+    text = (SRC.parents[1] / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    section = text.split("## Layers: who may import whom", 1)[1].split("\n## ", 1)[0]
+    table = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0] not in ("layer", "---"):
+            names = re.findall(r"`([A-Za-z0-9_<>/.]+)`", cells[1])
+            table[cells[0]] = {name.removesuffix("/") for name in names if name.endswith((".py", "/"))}
+    return table
+
+
+def test_the_architecture_layers_table_names_the_layers_of_this_test():
+    table = layers_table()
+    assert table.keys() == {"entry points", "experiments", "core"}, table.keys()
+    assert table["core"] == set(CORE), "core layer"
+    assert table["entry points"] == ENTRY_POINTS, "entry points layer"
+    assert table["experiments"] == {"experiments/<name>", "experiments/__init__.py"}
