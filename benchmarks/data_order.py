@@ -47,7 +47,7 @@ from benchmarks.kit.report import markdown_table, stamp, write_report
 from benchmarks.kit.runner import Recorder, train
 from benchmarks.kit.sample import REPO
 from benchmarks.kit.stats import interval
-from benchmarks.setups import EXPERIMENTS, SETUPS, Options, Setup
+from benchmarks.kit.setups import EXPERIMENTS, SETUPS, Options, Setup
 
 REFERENCE_ARM = "random"
 DIVERSITY_BATCHES = 200

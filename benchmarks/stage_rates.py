@@ -32,9 +32,7 @@ from pathlib import Path
 
 from tprepro.train.files import TRAIN_METRICS
 
-
-def folder_bytes(path: Path) -> int:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.is_dir() else path.stat().st_size
+from benchmarks.kit.measure_jobs import folder_bytes
 
 
 def loop_seconds(job, run_dir: Path) -> float | None:
