@@ -278,7 +278,7 @@ def evaluate_trained(model_dir: Path, device: str, experiment, out: Path,
     `experiment` (write_evaluation, with `metric_name` or `metrics`); then `extra(model, vocab, run, summary)`
     writes any further outputs (e.g. role sharpness) to the same run."""
     from tprepro.evaluate.evaluate import load_trained
-    from tprepro.train.trainer import pick_device
+    from tprepro.train.device import pick_device
 
     summary = read_train_metrics(model_dir)
     model, vocab, _ = load_trained(model_dir / MODEL_FILE, pick_device(device))

@@ -37,6 +37,7 @@ class DvcStage:
     matrix: dict[str, str | tuple[str, ...]] | None = None  # {key: params reference or values}
     foreach: str | None = None  # a params reference; ${item} is each value
     foreach_key: bool = False  # foreach over a mapping: ${key} is each entry's name
+    foreach_as: str | None = None  # the Snakemake rule's wildcard for ${item} / ${key} (default: item / key)
     deps: tuple[str, ...] = ()  # the data it reads
     # Every output is cached, metrics and plots too: a DVC experiment records their hashes, so
     # `dvc exp show`, `dvc metrics diff` and `dvc plots diff` read each experiment's own, and `dvc exp apply`
@@ -45,6 +46,11 @@ class DvcStage:
     results: tuple[str, ...] = ()  # what a user reads: tables, figures, run summaries
     metrics: tuple[str, ...] = ()  # `dvc metrics show` files
     plots: tuple[dict, ...] = ()  # `dvc plots show` files with their chart (learning_curve, model_curves, ...)
+
+    @property
+    def rule_names(self) -> dict[str, str]:
+        """The Snakemake wildcard names of its foreach value and key (tprepro.params.references.wildcard_of)."""
+        return {"item": self.foreach_as or "item", "key": self.foreach_as or "key"}
 
     @property
     def declared(self) -> tuple[str, ...]:

@@ -86,7 +86,7 @@ EXPERIMENT = Experiment(
               family="data", work=data_work,
               dvc=(DvcStage(f"tprepro summarization-data --dataset ${{key}} --corpus {CORPUS} "
                             "--out data/summarization/${key}",
-                            foreach="${summarization.datasets}", foreach_key=True,
+                            foreach="${summarization.datasets}", foreach_key=True, foreach_as="dataset",
                             deps=(CORPUS,), outs=("data/summarization/${key}",)),)),
         Stage("summarization-train", "train one summarization model (resumes from its checkpoint)",
               options("checkpoints", dataset=DATASET, model="a name in summarization.models",
