@@ -10,7 +10,8 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "tprepro"
 CORE = ("params", "data", "models", "train", "evaluate", "interpret", "report",
-        "io.py", "errors.py", "children.py", "invocation.py", "figures.py", "pipeline.py", "tracking", "work.py")
+        "io.py", "errors.py", "children.py", "invocation.py", "figures.py", "pipeline.py", "training.py", "tracking",
+        "work.py")
 ENTRY_POINTS = {"cli.py", "predict.py", "workflow.py", "dvc_yaml.py", "dvc_commit.py", "__main__.py", "__init__.py",
                 "plan",  # `tprepro plan`: the jobs of every experiment's stages
                 "job_graph.py",  # every experiment's stages expanded into jobs, for workflow.py and the plan

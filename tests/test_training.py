@@ -1,5 +1,5 @@
 """One experiment's training run end to end on a tiny CPU job: the losses and the learning curve, pinned to the
-values the code gave before train_model was split along its seams (same seeds, same numbers)."""
+values the code gave before pipeline.train_model was split along its seams (tprepro.training) (same seeds, same numbers)."""
 
 import json
 
@@ -23,7 +23,7 @@ CURVE_LOSSES = [3.564276, 3.458276]  # held-out loss at steps 3 and 6 (learning_
 
 
 def tiny_run(tmp_path):
-    from tprepro.pipeline import TrainingRun
+    from tprepro.training import TrainingRun
 
     train = open_dataset(write_dataset(tmp_path / "train", arithmetic_rows(200, seed=5), rows_per_shard=64))
     test = open_dataset(write_dataset(tmp_path / "test", arithmetic_rows(40, seed=6), rows_per_shard=64))
@@ -35,7 +35,7 @@ def tiny_run(tmp_path):
 
 
 def test_a_tiny_training_run_gives_the_numbers_it_gave_before(tmp_path, monkeypatch):
-    from tprepro.pipeline import train_model
+    from tprepro.training import train_model
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")

@@ -228,7 +228,7 @@ class Experiment:
 # Code every stage of a kind runs, whatever the experiment (relative to src/tprepro/).
 COMMON = ("params", "io.py", "errors.py")
 PIPELINE = ("pipeline.py", "train/files.py")  # the stages' shared skeletons, with the file names they import
-TRAINING = (*COMMON, "data", "models", "train", "evaluate", "pipeline.py", "tracking", "invocation.py")
+TRAINING = (*COMMON, "data", "models", "train", "evaluate", "pipeline.py", "training.py", "tracking", "invocation.py")
 EVALUATION = (*COMMON, "data", "models", "evaluate", "train", "report", "pipeline.py", "tracking", "invocation.py")
 MODEL_CODE = ("models", "data/tuple_ids.py")  # the models package with what it imports: a table resolving presets
 PUBLISHING = (*COMMON, "report", "evaluate/__init__.py", "evaluate/curves.py", "train/callbacks.py", *PIPELINE,

@@ -17,7 +17,7 @@ from typing import Any
 
 from tprepro.errors import TpreproError, unknown
 
-# Keys of the train section that are no trainer setting: the learning curve's sample (pipeline.heldout_settings),
+# Keys of the train section that are no trainer setting: the learning curve's sample (training.heldout_settings),
 # which the weights never see; it stays out of TrainConfig, the fingerprint and the run's logged MLflow params.
 NOT_TRAINER_SETTINGS = ("curve_sample",)
 
