@@ -23,7 +23,7 @@ from tprepro.experiments import mlflow_experiment
 from tprepro.io import atomic_write_text
 from tprepro.experiments.n2f.tasks import TEST, TRAIN, get_task
 from tprepro.pipeline import (evaluate_trained, final_losses, model_config, publish_table, published_rows,
-                              read_train_metrics, require_model, train_model, training_summaries)
+                              read_train_metrics, require_model, training_summaries)
 
 if TYPE_CHECKING:  # the training module is imported by the train stage alone (its declared code)
     from tprepro.training import TrainingRun
@@ -88,6 +88,7 @@ def train_stage(params_path: str, task: str, name: str, seed: int, train_dir: Pa
     params = load_params(params_path)
     _task_settings(params, task, params_path)
     require_model(params_path, peek(params["n2f"], "models"), name, "n2f.models")
+    task_model(params, task, name, params_path)  # refused before any data is opened
     train = open_dataset(train_dir, schema=get_task(task).schema)
     return train_model(training_run(params, task, name, seed, {"train": train}, checkpoints, out,
                                     TupleVocab.load(vocab_path), source=params_path))
@@ -100,14 +101,21 @@ def training_run(params: dict, task: str, name: str, seed: int, datasets: Mappin
     and `n2f.<task>.train:`, on `datasets` with the task's tuple vocabulary `codec`."""
     from tprepro.training import TrainingRun
 
+    config = TrainConfig.from_params({"train": n2f_train(params, task)})
+    return TrainingRun(name, seed, task_model(params, task, name, source), config, dict(datasets), None, out,
+                       checkpoints, mlflow_experiment(params, "n2f"),
+                       data_settings=for_the_record(params["n2f"][task]["data"]), run_prefix=f"{task}/", codec=codec)
+
+
+def task_model(params: dict, task: str, name: str, source: str):
+    """The architecture of n2f.<task>.models.<name>; refused, naming `source` and the key, if its tuples do not
+    have the task's arity."""
     spec = get_task(task)
     model = model_config(params, name, f"n2f.{task}.models")
     if model.family.tuple_arity != spec.arity:
         raise TpreproError(f"{source}: n2f.{task}.models.{name}.tuple_arity: {task} tuples have "
                            f"{spec.arity} arguments, the model {model.family.tuple_arity}")
-    config = TrainConfig.from_params({"train": n2f_train(params, task)})
-    return TrainingRun(name, seed, model, config, dict(datasets), None, out, checkpoints, mlflow_experiment(params, "n2f"),
-                       data_settings=for_the_record(params["n2f"][task]["data"]), run_prefix=f"{task}/", codec=codec)
+    return model
 
 
 def predict_programs(model, vocab, questions: list[str], batch_size: int, max_tuples: int) -> list:

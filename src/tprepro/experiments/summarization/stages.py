@@ -93,8 +93,8 @@ def train_stage(params_path: str, dataset: str, name: str, seed: int, data_dir: 
     params = load_params(params_path)
     _dataset_settings(params, dataset, params_path)
     require_model(params_path, peek(params["summarization"], "models"), name, MODELS)
-    return train_model(training_run(params, dataset, name, seed, {"train": open_dataset(data_dir / TRAIN, schema=SCHEMA)},
-                                    checkpoints, out, data_dir))
+    train = open_dataset(data_dir / TRAIN, schema=SCHEMA)
+    return train_model(training_run(params, dataset, name, seed, {"train": train}, checkpoints, out, data_dir))
 
 
 def training_run(params: dict, dataset: str, name: str, seed: int, datasets: Mapping[str, Dataset], checkpoints: Path,
