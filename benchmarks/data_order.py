@@ -103,7 +103,7 @@ def heldout_scores(setup: Setup, batch_size: int):
 def train_arm(setup: Setup, config: TrainConfig, seed: int, every: int) -> list[dict]:
     """Held-out loss and accuracy every `every` steps; the clock stops while scoring."""
     scores = Recorder(heldout_scores(setup, batch_size=64), every)
-    train("data-order", seed, setup.model, config, setup.files, setup.codec, [scores])
+    train(dataclasses.replace(setup.run, name="data-order", seed=seed, config=config), [scores])
     return [{"step": p["step"], "seconds": p["seconds"], "cpu_seconds": p["cpu_seconds"], "train_loss": p["loss"],
              "heldout_loss": p["heldout_loss"], "accuracy": p["accuracy"]} for p in scores.probed]
 

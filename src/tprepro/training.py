@@ -37,7 +37,7 @@ class TrainingRun:
     datasets: dict[str, Dataset]  # the training datasets by label (one stream reader each)
     vocab_path: Path | None  # the vocabulary file the data stage wrote (read unless `codec` is given)
     out: Path | None  # gets model.pt, train_metrics.json and (with `heldout`) learning_curve.csv
-    checkpoints: Path  # the resumable checkpoint's folder
+    checkpoints: Path | None  # the resumable checkpoint's folder (None: a benchmark's, given to `trainer`)
     experiment: Any = None  # the MLflow experiment (a tracking.store.Experiment); None: untracked (a benchmark)
     data_settings: dict | None = None  # the data settings, logged as the run's params
     run_prefix: str = ""  # the MLflow run is `<run_prefix><name>-s<seed>`: "<task>/" where an experiment has several
@@ -83,12 +83,14 @@ def training_job(run: TrainingRun):
     )
 
 
-def trainer(run: TrainingRun, callbacks: Sequence = (), world=None, job=None):
-    """The Trainer of `run` (of `job`, its TrainJob, if made already) at `<checkpoints>/checkpoint.pt`, resuming
-    from it; with a learning curve, the curve's file is kept with each finished state."""
+def trainer(run: TrainingRun, callbacks: Sequence = (), world=None, job=None, folder: Path | None = None):
+    """The Trainer of `run` (of `job`, its TrainJob, if made already) at `<folder>/checkpoint.pt` (default: the
+    run's checkpoints folder), resuming from it; with a learning curve, the curve's file is kept with each
+    finished state."""
     from tprepro.train.trainer import Trainer
 
-    return Trainer(job or training_job(run), run.checkpoints / CHECKPOINT_FILE, callbacks=list(callbacks), world=world,
+    checkpoint = Path(folder or run.checkpoints) / CHECKPOINT_FILE
+    return Trainer(job or training_job(run), checkpoint, callbacks=list(callbacks), world=world,
                    kept_with=[CURVE_FILE] if run.curve else [])
 
 
