@@ -7,7 +7,7 @@ import pytest
 
 from tprepro.errors import TpreproError
 from tprepro.experiments import experiments
-from tprepro.params import _schema
+from tprepro.params.rules import params_schema
 from tprepro.params.train_config import (FINGERPRINT_DEFAULTS, NOT_TRAINER_SETTINGS, TrainConfig, fingerprinted,
                                          resumable_settings)
 
@@ -18,7 +18,7 @@ FIELDS = {f.name for f in fields(TrainConfig)}
 
 def train_schema(section: str) -> dict:
     experiments()  # their sections join the schema
-    schema = _schema()
+    schema = params_schema()
     for key in section.split("."):
         schema = schema["properties"][key]
     return schema
