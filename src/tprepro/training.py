@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import asdict, dataclass
@@ -44,6 +45,11 @@ class TrainingRun:
     codec: Any = None  # turns rows into batches (default: the character vocabulary at vocab_path)
     heldout: Any = None  # an evaluate.curves.HeldOut scored at every checkpoint: the learning curve
 
+    @functools.cached_property
+    def data_hashes(self) -> dict[str, str]:
+        """Each training dataset's hash, by label (taken once per run)."""
+        return {label: ds.fingerprint() for label, ds in self.datasets.items()}
+
     @property
     def curve(self) -> bool:
         """Whether the run scores a learning curve."""
@@ -61,12 +67,6 @@ def heldout_settings(params: dict, datasets: Sequence[Dataset], seed: int, train
                    max_len=params["evaluate"]["max_answer_length"], batch_size=train["batch_size"])
 
 
-def data_fingerprint(datasets: dict[str, Dataset]) -> str:
-    """A hash over the datasets' own hashes, by label."""
-    hashes = {label: ds.fingerprint() for label, ds in datasets.items()}
-    return hashlib.sha256(json.dumps(hashes, sort_keys=True).encode()).hexdigest()
-
-
 def training_job(run: TrainingRun):
     """The TrainJob of `run`: its settings, its shards (one stream reader per dataset), its codec, its data's hash."""
     from tprepro.data.vocab import Vocab
@@ -79,7 +79,7 @@ def training_job(run: TrainingRun):
         config=run.config,
         files=[ds.files for ds in run.datasets.values()],
         vocab=run.codec if run.codec is not None else Vocab.load(run.vocab_path),
-        data_fingerprint=data_fingerprint(run.datasets),
+        data_fingerprint=hashlib.sha256(json.dumps(run.data_hashes, sort_keys=True).encode()).hexdigest(),
     )
 
 
@@ -108,7 +108,7 @@ def run_tracking(run: TrainingRun, job):
                 "train": asdict(job.config), "data": run.data_settings, "vocab_size": len(job.vocab)},
         tags={"stage": "train", "model": run.name, "seed": run.seed, "mlflow.note.content": run_description(
                   run.name, run.seed, run.model, run.config, run.datasets), **job_environment_tags()},
-        datasets={label: DatasetRecord(str(ds.directory), ds.fingerprint(), ds.rows, len(ds.files))
+        datasets={label: DatasetRecord(str(ds.directory), run.data_hashes[label], ds.rows, len(ds.files))
                   for label, ds in run.datasets.items()},
     )
 
