@@ -1,5 +1,6 @@
 """Benchmarks of the project's own code: run each from the repository root as `python -m benchmarks.<name>`.
 
-`benchmarks.kit` is what they share (the real data sample, a trainer run with its metrics recorded, settings
-overrides, stamped reports, paired intervals); each experiment's training set-up is `benchmarks.setups`'.
+README.md says which write the plan's measurements and which are studies; `benchmarks.kit` is what they share
+(the real data sample, each experiment's training set-up, a trainer run with its metrics recorded, settings
+overrides, timed jobs, stamped reports, paired intervals).
 """

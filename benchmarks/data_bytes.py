@@ -25,8 +25,8 @@ from tprepro.experiments.mathematics.modules import split_modules
 from tprepro.params import EXTENDS, load_params
 from tprepro.plan.speeds import update_data_disk
 
-from benchmarks.data_rates import fit  # the same least squares (a fixed part >= 0, a rate >= 0)
-from benchmarks.stage_rates import folder_bytes
+from benchmarks.kit.fit import fit  # the same least squares (a fixed part >= 0, a rate >= 0)
+from benchmarks.kit.measure_jobs import folder_bytes
 
 ROWS_PER_SHARD = 5_000  # paper.yaml's: every measured job is one shard
 

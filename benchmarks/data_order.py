@@ -40,14 +40,14 @@ from tprepro.data.batching import BatchStream
 from tprepro.data.packing import pack
 from tprepro.evaluate.curves import heldout_loss
 from tprepro.params import TrainConfig, load_params
-from tprepro.train.trainer import FINGERPRINT_DEFAULTS
+from tprepro.params.train_config import FINGERPRINT_DEFAULTS
 
 from benchmarks.kit.overrides import cpu_run
 from benchmarks.kit.report import markdown_table, stamp, write_report
 from benchmarks.kit.runner import Recorder, train
 from benchmarks.kit.sample import REPO
 from benchmarks.kit.stats import interval
-from benchmarks.setups import EXPERIMENTS, SETUPS, Options, Setup
+from benchmarks.kit.setups import EXPERIMENTS, SETUPS, Options, Setup
 
 REFERENCE_ARM = "random"
 DIVERSITY_BATCHES = 200
@@ -103,7 +103,7 @@ def heldout_scores(setup: Setup, batch_size: int):
 def train_arm(setup: Setup, config: TrainConfig, seed: int, every: int) -> list[dict]:
     """Held-out loss and accuracy every `every` steps; the clock stops while scoring."""
     scores = Recorder(heldout_scores(setup, batch_size=64), every)
-    train("data-order", seed, setup.model, config, setup.files, setup.codec, [scores])
+    train(dataclasses.replace(setup.run, name="data-order", seed=seed, config=config), [scores])
     return [{"step": p["step"], "seconds": p["seconds"], "cpu_seconds": p["cpu_seconds"], "train_loss": p["loss"],
              "heldout_loss": p["heldout_loss"], "accuracy": p["accuracy"]} for p in scores.probed]
 

@@ -31,9 +31,10 @@ from tprepro.experiments import experiments
 from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE, TRAIN_SPLITS, split_modules
 from tprepro.params import load_params
 from tprepro.plan.machine import cpu_name
-from tprepro.plan.speeds import DataRate, write_data_rates
+from tprepro.plan.speeds import write_data_rates
 
-from benchmarks.measure_jobs import measurement_arguments, timed_job
+from benchmarks.kit.fit import fit
+from benchmarks.kit.measure_jobs import measurement_arguments, timed_job
 
 
 def grid_jobs(params: dict) -> list[tuple[str, str, int]]:
@@ -67,20 +68,6 @@ def recorded(params_path: str, times: Path) -> dict[str, tuple[int, float]]:
             if job in problems:
                 found[job] = (problems[job], record["cpu_s"])
     return found
-
-
-def fit(points: list[tuple[int, float]]) -> DataRate:
-    """Least squares of CPU seconds on problems (a fixed part >= 0, a rate >= 0)."""
-    n = len(points)
-    mean_x = sum(x for x, _ in points) / n
-    mean_y = sum(y for _, y in points) / n
-    spread = sum((x - mean_x) ** 2 for x, _ in points)
-    rate = max(sum((x - mean_x) * (y - mean_y) for x, y in points) / spread, 0.0)
-    fixed = mean_y - rate * mean_x
-    if fixed < 0:  # start-up cannot be negative: the line through the origin instead
-        fixed, rate = 0.0, sum(x * y for x, y in points) / sum(x * x for x, _ in points)
-    ordered = sorted(points)
-    return DataRate(fixed, rate, tuple(x for x, _ in ordered), tuple(round(y, 3) for _, y in ordered))
 
 
 def main() -> int:

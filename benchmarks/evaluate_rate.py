@@ -33,7 +33,7 @@ from tprepro.job_graph import jobs
 from tprepro.plan.speeds import update_stage_rate
 from tprepro.plan.work import work
 
-from benchmarks.measure_jobs import measurement_arguments, timed_job
+from benchmarks.kit.measure_jobs import measurement_arguments, timed_job
 
 STAGE = "evaluate"
 

@@ -17,27 +17,29 @@ from pathlib import Path
 
 import numpy as np
 
-from tprepro.data.shards import write_dataset
+from tprepro.data.shards import Dataset, open_dataset, write_dataset
 from tprepro.data.vocab import SPECIALS, Vocab
 from tprepro.models.registry import count_parameters, resolve_model_config
 from tprepro.params import TrainConfig, load_params
 from tprepro.train import kept_states
+from tprepro.train.files import CHECKPOINT_FILE, MODEL_FILE
 
 from benchmarks.kit.report import markdown_table, stamp
-from benchmarks.kit.runner import train
+from benchmarks.kit.runner import preset_run, train
 
 SYMBOLS = sorted(set(string.printable[:94]) | {" "})[:72 - len(SPECIALS)]  # 68 characters: 72 symbols in all
 
 
-def measure(preset: str, files: list[Path], vocab: Vocab, folder: Path) -> dict:
+def measure(preset: str, data: Dataset, vocab: Vocab, folder: Path) -> dict:
     """One step of `preset`: its parameters and the bytes of its kept state and model.pt."""
     config = TrainConfig.from_params({"train": {**load_params()["train"], "steps": 1, "batch_size": 4,
                                                 "checkpoint_every": 1, "log_every": 1, "device": "cpu"}})
-    trainer, _ = train(preset, 1, resolve_model_config(preset, {}), config, [files], vocab, folder=folder)
-    trainer.export(folder / "model.pt")
-    (state,) = (folder / kept_states.KEPT).glob("*/checkpoint.pt")
+    trainer, _ = train(preset_run(preset, 1, resolve_model_config(preset, {}), config, {"data": data}, vocab),
+                       folder=folder)
+    trainer.export(folder / MODEL_FILE)
+    (state,) = (folder / kept_states.KEPT).glob(f"*/{CHECKPOINT_FILE}")
     return {"preset": preset, "parameters": count_parameters(trainer.model),
-            "kept_state_bytes": state.stat().st_size, "model_bytes": (folder / "model.pt").stat().st_size}
+            "kept_state_bytes": state.stat().st_size, "model_bytes": (folder / MODEL_FILE).stat().st_size}
 
 
 def main() -> int:
@@ -49,8 +51,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         rows = [{"question": f"What is {a} + {a}?", "answer": str(2 * a), "module": "m", "split": "train-easy",
                  "difficulty": "easy"} for a in range(16)]
-        files = list((write_dataset(Path(tmp) / "data", [rows], source="benchmark")).glob("*.parquet"))
-        rows = [measure(preset, files, vocab, Path(tmp) / preset) for preset in args.presets]
+        data = open_dataset(write_dataset(Path(tmp) / "data", [rows], source="benchmark"))
+        rows = [measure(preset, data, vocab, Path(tmp) / preset) for preset in args.presets]
     rate, fixed = np.polyfit([r["parameters"] for r in rows], [r["kept_state_bytes"] for r in rows], 1)
     print(markdown_table(["preset", "parameters", "kept state (bytes)", "model.pt (bytes)"],
                          [[r["preset"], f"{r['parameters']:,}", f"{r['kept_state_bytes']:,}", f"{r['model_bytes']:,}"]

@@ -31,12 +31,12 @@ from tprepro.data.vocab import Vocab
 from tprepro.experiments.mathematics.modules import TRAIN_MODULES
 from tprepro.models.registry import build_model, resolve_model_config
 from tprepro.params import TrainConfig
+from tprepro import training
 from tprepro.train.step import optimizer_step
-from tprepro.train.trainer import Trainer, TrainJob
 
 from benchmarks.kit.overrides import SIZES, cpu_run, params_train
 from benchmarks.kit.report import markdown_table, stamp, write_report
-from benchmarks.kit.runner import Recorder, train
+from benchmarks.kit.runner import Recorder, preset_run, train
 from benchmarks.kit.sample import REPO, all_rows, training_sample
 
 ARCHS = {"transformer": "transformer_tiny", "tp_transformer": "tp_transformer_tiny"}
@@ -73,9 +73,9 @@ def train_config(args) -> TrainConfig:
                    pool_batches=args.pool_batches, loss_weighting=args.loss_weighting, packing=args.packing)
 
 
-def run_trainer(model_cfg, config: TrainConfig, files, vocab, seed: int) -> tuple[list[float], float]:
+def run_trainer(model_cfg, config: TrainConfig, datasets, vocab, seed: int) -> tuple[list[float], float]:
     losses = Recorder()
-    _, seconds = train("learning", seed, model_cfg, config, files, vocab, [losses])
+    _, seconds = train(preset_run("learning", seed, model_cfg, config, datasets, vocab), [losses])
     return [point["loss"] for point in losses.logged], seconds
 
 
@@ -124,7 +124,6 @@ def main() -> None:
     args = parser.parse_args()
 
     datasets, vocab = training_sample(args.cache, args.per_module, args.rows_per_shard, args.seed, args.modules)
-    files = [ds.files for ds in datasets.values()]
     rows, module_of = all_rows(datasets)
     config = train_config(args)
     print(f"{len(rows)} problems, {len(datasets)} datasets, {sum(len(d.files) for d in datasets.values())} shards; "
@@ -132,10 +131,9 @@ def main() -> None:
 
     mix = {"reference": batch_mix(reference_batches(rows, config.batch_size, args.seed), vocab.collate, vocab,
                                   module_of)}
-    job = TrainJob(name="waste", seed=args.seed, model=resolve_model_config(ARCHS[args.archs[0]]), config=config,
-                   files=files, vocab=vocab, data_fingerprint="benchmark")
+    run = preset_run("waste", args.seed, resolve_model_config(ARCHS[args.archs[0]]), config, datasets, vocab)
     with tempfile.TemporaryDirectory() as tmp:
-        stream = Trainer(job, Path(tmp) / "none.pt").stream  # as the trainer builds it
+        stream = training.trainer(run, folder=Path(tmp)).stream  # as the trainer builds it
         order = (f"pool_batches {config.pool_batches}" if config.batching == "pool"
                  else f"bucket_width {config.bucket_width}") + f", loss_weighting {config.loss_weighting}"
         order += ", packed" if config.packing else ""
@@ -151,7 +149,7 @@ def main() -> None:
             model_cfg = resolve_model_config(ARCHS[arch], SIZES[size])
             for stream in args.streams:
                 if stream == "trainer":
-                    windows, seconds = run_trainer(model_cfg, config, files, vocab, args.seed)
+                    windows, seconds = run_trainer(model_cfg, config, datasets, vocab, args.seed)
                 else:
                     windows, seconds = run_reference(model_cfg, config, rows, vocab, args.seed)
                 report["results"].append({"model": size, "arch": arch, "stream": stream, "window_loss": windows,

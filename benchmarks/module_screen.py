@@ -31,7 +31,7 @@ from tprepro.models.registry import resolve_model_config
 
 from benchmarks.kit.overrides import SIZES, cpu_run, given, params_train
 from benchmarks.kit.report import markdown_table, stamp, write_report
-from benchmarks.kit.runner import Recorder, train
+from benchmarks.kit.runner import Recorder, preset_run, train
 from benchmarks.kit.sample import REPO, generate_sample
 
 # The modules a tiny model plausibly learns: single-answer selection, copying and comparison.
@@ -115,7 +115,7 @@ def main() -> None:
     recorder = Recorder(every=args.eval_every)
     recorder.probe = module_accuracy(eval_sets, vocab, 30, recorder, started=time.perf_counter())
     torch.set_num_threads(args.threads)
-    train("screen", args.seed, model_cfg, config, [ds.files for ds in train_sets.values()], vocab, [recorder])
+    train(preset_run("screen", args.seed, model_cfg, config, train_sets, vocab), [recorder])
     points = [{"step": p["step"], "loss": p["loss"], "seconds": p["wall_seconds"], "accuracy": p["accuracy"]}
               for p in recorder.probed]
 

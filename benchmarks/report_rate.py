@@ -26,8 +26,8 @@ from tprepro.experiments.html_report.stages import reported_outputs
 from tprepro.params import load_params
 from tprepro.plan.speeds import update_stage_rate
 
-from benchmarks.data_rates import fit  # the same least squares as the data jobs'
-from benchmarks.measure_jobs import measurement_arguments, timed_job
+from benchmarks.kit.fit import fit  # the same least squares as the data jobs'
+from benchmarks.kit.measure_jobs import measurement_arguments, timed_job
 
 SEEDED = {"grid": ("mathematics/interpret",), "two_variable": ("two_variable/interpret",)}  # params section: run folders
 

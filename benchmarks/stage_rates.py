@@ -30,15 +30,15 @@ import statistics
 import sys
 from pathlib import Path
 
+from tprepro.train.files import TRAIN_METRICS
 
-def folder_bytes(path: Path) -> int:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.is_dir() else path.stat().st_size
+from benchmarks.kit.measure_jobs import folder_bytes
 
 
 def loop_seconds(job, run_dir: Path) -> float | None:
     """The training loop's seconds of a training job, from the train_metrics.json among its outputs."""
     for out in job.outputs:
-        if Path(out).name == "train_metrics.json" and (run_dir / out).is_file():
+        if Path(out).name == TRAIN_METRICS and (run_dir / out).is_file():
             return float(json.loads((run_dir / out).read_text())["wall_seconds"])
     return None
 

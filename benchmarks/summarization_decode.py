@@ -23,6 +23,7 @@ from tprepro.data.shards import iter_rows, open_dataset
 from tprepro.experiments.summarization.decoding import beam_search
 from tprepro.evaluate.evaluate import load_trained
 from tprepro.experiments.summarization.tokenizer import SubwordCodec
+from tprepro.train.files import MODEL_FILE
 
 from benchmarks.kit.report import stamp, write_report
 
@@ -69,7 +70,7 @@ def main() -> None:
     documents = [r["document"] for r in rows]
     results = []
     for model_dir in args.models:
-        model, codec, _ = load_trained(Path(model_dir) / "model.pt", torch.device("cpu"))
+        model, codec, _ = load_trained(Path(model_dir) / MODEL_FILE, torch.device("cpu"))
         if not isinstance(codec, SubwordCodec):
             raise SystemExit(f"{model_dir}: not a summarization model (no sentencepiece codec)")
         for beam in args.beams:

@@ -52,30 +52,30 @@ from tprepro.models.registry import resolve_model_config
 from tprepro.params import TrainConfig
 from tprepro.plan.speeds import THROUGHPUT_SCHEMA, write_throughput
 from tprepro.train.throughput import synchronize
-from tprepro.train.trainer import Trainer, TrainJob
+from tprepro import training
 
 from benchmarks.kit.overrides import given, params_train
 from benchmarks.kit.report import device_kind, stamp
-from benchmarks.kit.runner import Recorder
+from benchmarks.kit.runner import Recorder, preset_run
 from benchmarks.kit.sample import REPO, all_rows, training_sample
 PAPER_EVALUATION = 10_000 * 71  # problems: Schlag et al. score 10,000 per module split, 71 splits
 PRESETS = {"mathematics": ["transformer_paper", "tp_transformer_paper"], "two_variable": ["wangperawong_ut"]}
 
 
 # ---- data ------------------------------------------------------------------------------------------
-def mathematics_data(args, _scratch: Path) -> tuple[list, object, list[str]]:
-    """(shard groups, vocabulary, held-out questions) of one real Mathematics sample."""
+def mathematics_data(args, _scratch: Path) -> tuple[dict, object, list[str]]:
+    """(datasets, vocabulary, held-out questions) of one real Mathematics sample."""
     datasets, vocab = training_sample(args.cache, args.per_module, max(1, args.per_module // 3), 1, args.modules)
     rows, _ = all_rows(datasets)
-    return [d.files for d in datasets.values()], vocab, [q for q, _ in rows[:512]]
+    return datasets, vocab, [q for q, _ in rows[:512]]
 
 
-def two_variable_data(args, folder: Path) -> tuple[list, object, list[str]]:
+def two_variable_data(args, folder: Path) -> tuple[dict, object, list[str]]:
     """The two-variable problems of Wangperawong's Table 3, written by the project's generator."""
     splits = write_two_variable(folder, seed=1, size=args.per_module * 100, test_fraction=0.1,
                                 rows_per_shard=max(1, args.per_module * 10))
     train, test = open_dataset(splits["train"]), open_dataset(splits["test"])
-    return train.files, build_vocab([train, test]), [row["question"] for row in iter_rows(test)][:512]
+    return {"train": train}, build_vocab([train, test]), [row["question"] for row in iter_rows(test)][:512]
 
 
 DATA = {"mathematics": mathematics_data, "two_variable": lambda args, scratch: two_variable_data(args, scratch / "2v")}
@@ -103,17 +103,17 @@ def stream_rate(files, vocab, config: TrainConfig, collate, batches: int = 20) -
     return batches * config.batch_size / (time.perf_counter() - started)
 
 
-def measure(preset: str, files, vocab, questions: list[str], args, cache_dir: Path) -> dict:
+def measure(preset: str, datasets, vocab, questions: list[str], args, cache_dir: Path) -> dict:
     """Train `preset` through the real Trainer and decode; the schema's figures."""
     config = train_config(args)
-    job = TrainJob(name=preset, seed=1, model=resolve_model_config(preset), config=config, files=files,
-                   vocab=vocab, data_fingerprint="benchmark")
+    run = preset_run(preset, 1, resolve_model_config(preset), config, datasets, vocab)
+    job = training.training_job(run)
     torch._dynamo.reset()
     counters.clear()
     if torch.cuda.is_available():
         torch.cuda.reset_peak_memory_stats()
     recorder = Recorder(started=time.perf_counter())  # from the trainer's construction: model build and compile
-    trainer = Trainer(job, cache_dir / preset / "checkpoint.pt", callbacks=[recorder])
+    trainer = training.trainer(run, [recorder], job=job, folder=cache_dir / preset)
     trainer.fit()
     windows = [{"step": w["step"], "at_s": w["seconds"],
                 **{k: v for k, v in w.items() if k not in ("step", "seconds", "cpu_seconds")}} for w in recorder.logged]
@@ -133,7 +133,7 @@ def measure(preset: str, files, vocab, questions: list[str], args, cache_dir: Pa
         "flops_per_sample": trainer.flops_per_position * real_per_sample, "real_tokens_per_sample": real_per_sample,
         "mfu_real": median("mfu_real"), "mfu_padded": median("mfu_padded"), "peak_flops": trainer.peak_flops,
         "padding_share": median("padding_share"), "data_wait_share": median("data_wait_share"),
-        "stream_samples_per_s": stream_rate(files, vocab, config, trainer.stream.collate),
+        "stream_samples_per_s": stream_rate(job.files, vocab, config, trainer.stream.collate),
         "seconds_to_step_100": at_100, "recompiles": max(0, counters["stats"]["unique_graphs"] - 1)
         if trainer.compiled else None, "dynamo_graphs": counters["stats"]["unique_graphs"] if trainer.compiled else None,
         "peak_memory_bytes": peak_memory(trainer.device), "final_loss": windows[-1]["loss"],
@@ -208,10 +208,9 @@ def parse_args(argv=None):
 
 def first_step_only(args) -> None:
     """The requeue probe: one step in the compile cache of `--work`; prints when it was done (epoch seconds)."""
-    files, vocab, _ = DATA[args.experiment](args, args.work)
-    Trainer(TrainJob(name=args.presets[0], seed=1, model=resolve_model_config(args.presets[0]),
-                     config=train_config(args), files=files, vocab=vocab, data_fingerprint="benchmark"),
-            args.work / "requeued" / "checkpoint.pt").fit()
+    datasets, vocab, _ = DATA[args.experiment](args, args.work)
+    run = preset_run(args.presets[0], 1, resolve_model_config(args.presets[0]), train_config(args), datasets, vocab)
+    training.trainer(run, folder=args.work / "requeued").fit()
     print(json.dumps({"first_step_done": time.time()}))
 
 
@@ -224,8 +223,8 @@ def main(argv=None) -> list[dict]:
         work = Path(scratch)
         os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(work / "compile-cache"))  # the requeue probe's too
         for preset in args.presets:
-            files, vocab, questions = DATA[args.experiment](args, work)
-            result = measure(preset, files, vocab, questions, args, work)
+            datasets, vocab, questions = DATA[args.experiment](args, work)
+            result = measure(preset, datasets, vocab, questions, args, work)
             if args.requeue and result["compile"]:
                 result["seconds_to_first_step_requeued"] = requeue_seconds(preset, args, work)
             out = write_throughput(result, args.out_dir, "packed" if args.packing else "")

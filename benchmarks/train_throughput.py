@@ -25,7 +25,7 @@ from tprepro.data.batching import Batch
 from tprepro.models.registry import resolve_model_config
 from tprepro.models.registry import arch_task, build_model, count_parameters
 from tprepro.train.throughput import matmul_peak, synchronize
-from tprepro.train.trainer import pick_device
+from tprepro.train.device import pick_device
 from tprepro.train.step import optimizer_step
 
 from benchmarks.kit.report import stamp, write_report

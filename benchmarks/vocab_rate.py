@@ -24,8 +24,8 @@ from tprepro.params import load_params
 from tprepro.plan.calibrate import replicate as replicate_dataset
 from tprepro.plan.speeds import update_stage_rate
 
-from benchmarks.data_rates import fit  # the same least squares as the data jobs'
-from benchmarks.measure_jobs import measurement_arguments, timed_job
+from benchmarks.kit.fit import fit  # the same least squares as the data jobs'
+from benchmarks.kit.measure_jobs import measurement_arguments, timed_job
 
 
 def replicate(source: Path, target: Path, copies: int) -> int:

@@ -42,7 +42,8 @@ def test_the_stage_view_finds_the_job_writing_each_file_a_job_reads(config):
     written = {output: job for job in found for output in job.outputs}
     for dep in {dep for job in found for dep in job.deps if dep in written}:
         stage, values = writer_of(dep, nodes)
-        assert (stage, sorted(value for _, value in values)) == (written[dep].stage, sorted(written[dep].rule_values))
+        assert (stage, sorted(value for _, value in values)) == (written[dep].stage,
+                                                              sorted(value for _, value in written[dep].rule_wildcards))
 
 
 def test_kept_wildcards_stay_patterns_and_the_rest_are_expanded():
@@ -52,3 +53,16 @@ def test_kept_wildcards_stay_patterns_and_the_rest_are_expanded():
     assert {values["model"] for values in kept} == {"{model}"}
     assert [values["seed"] for values in kept] == [str(seed) for seed in params["grid"]["seeds"]]
     assert len(train.values(params)) == len(params["grid"]["models"]) * len(params["grid"]["seeds"])
+
+
+def test_each_jobs_wildcards_carry_the_names_of_its_snakemake_rule():
+    """The plan finds a Snakemake job's entry by its wildcards' names and values (workflow.stage_resources): a
+    foreach stage's value goes under the name its rule gives it (summarization-data's {dataset})."""
+    import re
+
+    from tprepro.workflow import stage_outputs
+
+    params = load_default_params()
+    for job in jobs(params):
+        rule_output = str(stage_outputs(job.stage)[0])
+        assert [name for name, _ in job.rule_wildcards] == re.findall(r"\{(\w+)\}", rule_output), job.name

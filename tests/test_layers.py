@@ -3,13 +3,15 @@ shared modules below them) imports nothing from `tprepro.experiments`; experimen
 core needs (settings rules, codecs). Only the entry points (cli, predict, workflow, plan) list them."""
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "tprepro"
 CORE = ("params", "data", "models", "train", "evaluate", "interpret", "report",
-        "io.py", "errors.py", "children.py", "invocation.py", "figures.py", "pipeline.py", "tracking", "work.py")
+        "io.py", "errors.py", "children.py", "invocation.py", "figures.py", "pipeline.py", "training.py", "tracking",
+        "work.py")
 ENTRY_POINTS = {"cli.py", "predict.py", "workflow.py", "dvc_yaml.py", "dvc_commit.py", "__main__.py", "__init__.py",
                 "plan",  # `tprepro plan`: the jobs of every experiment's stages
                 "job_graph.py",  # every experiment's stages expanded into jobs, for workflow.py and the plan
@@ -130,3 +132,87 @@ def test_no_circle_among_the_top_level_packages_and_modules():
     circles = sorted({tuple(sorted((unit, other))) for unit in graph for other in graph[unit]
                       if unit in reaches(other)})
     assert not circles, f"import circles (each pair reaches the other): {circles}"
+
+
+def _module_of(path: Path) -> str:
+    """`tprepro.data.batching` for src/tprepro/data/batching.py, `tprepro.params` for its __init__.py."""
+    parts = path.relative_to(SRC.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def module_graph() -> dict[str, set[str]]:
+    """Every module of src/tprepro (packages' __init__.py included) -> the modules it imports, at any depth
+    (function-level and annotation-only imports too): `from tprepro.data import batching` names the module."""
+    modules = {_module_of(path): path for path in SRC.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        imported = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Import):
+                imported.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                imported.update(f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in modules
+                                else node.module for alias in node.names)
+        graph[module] = {other for other in imported if other in modules and other != module}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one node (Tarjan), each sorted: every import circle."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for other in sorted(graph.get(node, ())):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            group = []
+            while not group or group[-1] != node:
+                group.append(stack.pop())
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def test_circles_finds_a_circle_and_nothing_else():
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_circle_among_the_modules():
+    """Modules inside packages are nodes too: no module reaches back to one that imports it."""
+    found = circles(module_graph())
+    assert not found, "import circles among modules:\n" + "\n".join(" <-> ".join(group) for group in found)
+
+
+def layers_table() -> dict[str, set[str]]:
+    """ARCHITECTURE.md's layers table: layer -> the files and packages its modules column names (`plan/` as plan)."""
+    text = (SRC.parents[1] / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    section = text.split("## Layers: who may import whom", 1)[1].split("\n## ", 1)[0]
+    table = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0] not in ("layer", "---"):
+            names = re.findall(r"`([A-Za-z0-9_<>/.]+)`", cells[1])
+            table[cells[0]] = {name.removesuffix("/") for name in names if name.endswith((".py", "/"))}
+    return table
+
+
+def test_the_architecture_layers_table_names_the_layers_of_this_test():
+    table = layers_table()
+    assert table.keys() == {"entry points", "experiments", "core"}, table.keys()
+    assert table["core"] == set(CORE), "core layer"
+    assert table["entry points"] == ENTRY_POINTS, "entry points layer"
+    assert table["experiments"] == {"experiments/<name>", "experiments/__init__.py"}

@@ -1,20 +1,23 @@
-"""A training run through the project's Trainer (its stream, batch order, optimiser), its metrics recorded by one
-callback: each logged window's metrics with the seconds and CPU seconds of training so far, and where a probe is
-given (held-out loss, accuracy: any scoring of the model) its results every so many steps, the clocks stopped while
-it scores."""
+"""A training run through the project's Trainer (its stream, batch order, optimiser), set up as every training is
+(tprepro.training.trainer), untracked; its metrics recorded by one callback: each logged window's metrics with the
+seconds and CPU seconds of training so far, and where a probe is given (held-out loss, accuracy: any scoring of the
+model) its results every so many steps, the clocks stopped while it scores."""
 
 from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import torch
 
+from tprepro import training
+from tprepro.data.shards import Dataset
 from tprepro.train.callbacks import Callback
 from tprepro.train.step import unwrap
-from tprepro.train.trainer import Trainer, TrainJob
+from tprepro.train.trainer import Trainer
+from tprepro.training import TrainingRun
 
 Probe = Callable[[torch.nn.Module], dict]  # the model, in eval mode -> named results
 
@@ -55,15 +58,18 @@ class Recorder(Callback):
         self.cpu_paused += time.process_time() - cpu_stop
 
 
-def train(name: str, seed: int, model, config, files, codec, callbacks: Sequence[Callback] = (),
-          folder: Path | None = None) -> tuple[Trainer, float]:
-    """Train `model` (a ModelConfig) under `config` (a TrainConfig) on `files` (shards, grouped per dataset as the
-    training stage passes them) with `codec`, checkpointing into `folder` (default: a temporary folder, removed).
-    The finished Trainer and the seconds its training took (`fit`, the Trainer's construction left out)."""
-    job = TrainJob(name=name, seed=seed, model=model, config=config, files=files, vocab=codec,
-                   data_fingerprint="benchmark")
+def preset_run(name: str, seed: int, model, config, datasets: Mapping[str, Dataset], codec) -> TrainingRun:
+    """A benchmark's own run of `model` (a ModelConfig: a preset at the sizes it tries, no experiment's named model)
+    under `config` on `datasets` with `codec`; an experiment's model is its `training_run(...)`'s instead."""
+    return TrainingRun(name, seed, model, config, dict(datasets), None, None, None, codec=codec)
+
+
+def train(run: TrainingRun, callbacks: Sequence[Callback] = (), folder: Path | None = None) -> tuple[Trainer, float]:
+    """Train `run` untracked, checkpointing into `folder` (default: the run's checkpoints folder, else a temporary
+    folder, removed). The finished Trainer and the seconds its training took (`fit`, the Trainer's construction left
+    out)."""
     with tempfile.TemporaryDirectory() as tmp:
-        trainer = Trainer(job, Path(folder or tmp) / "checkpoint.pt", callbacks=list(callbacks))
+        trainer = training.trainer(run, callbacks, folder=Path(folder or run.checkpoints or tmp))
         started = time.perf_counter()
         trainer.fit()
         return trainer, time.perf_counter() - started

@@ -17,6 +17,7 @@ import sys
 from tprepro import audit
 from tprepro.errors import TpreproError
 from tprepro.params import default_params_path
+from tprepro.report.offline_plots import DEFAULT_TEMPLATE
 
 
 def cmd_validate(args) -> None:
@@ -154,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Write the page template (Vega inline) that lets `dvc plots show` draw offline.",
                        epilog="example:\n  tprepro plots-template  # .dvc/offline_plots.html, named in .dvc/config",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", default=".dvc/offline_plots.html", help="where to write it (default: %(default)s)")
+    p.add_argument("--out", default=str(DEFAULT_TEMPLATE), help="where to write it (default: %(default)s)")
     p.set_defaults(func=cmd_plots_template, data_parallel=None)
 
     p = sub.add_parser("dvc-yaml", help="write dvc.yaml from the stage registry (the experiments' Stage declarations)",

@@ -25,6 +25,7 @@ class StageNode:
     deps: tuple[str, ...]  # what it reads
     command: str  # the `tprepro` command line
     axes: tuple[tuple[str, object], ...]  # (wildcard, a params reference or the values) of its jobs
+    rule_names: tuple[tuple[str, str], ...] = ()  # its rule's names for {item} and {key} (DvcStage.rule_names)
 
     def writes_under(self, folder: str) -> bool:
         return any(output.startswith(f"{folder}/") for output in self.outputs)
@@ -46,7 +47,8 @@ def stage_nodes(params: dict) -> list[StageNode]:
             axes = axes_of(dvc.matrix, dvc.foreach, dvc.foreach_key)
             nodes.append(StageNode(stage.name, stage.rule, dvc.name or stage.rule, stage.family, outputs, summary,
                                    tuple(pattern(path, params, **FOREACH) for path in dvc.deps),
-                                   pattern(dvc.cmd, params, **FOREACH), axes))
+                                   pattern(dvc.cmd, params, **FOREACH), axes,
+                                   tuple(stage.dvc[0].rule_names.items())))
     return nodes
 
 
@@ -80,7 +82,7 @@ class Job:
     outputs: tuple[str, ...]  # what it writes (outs, results, metrics, plots)
     deps: tuple[str, ...]  # the data it reads
     family: str | None  # params `cluster:` family its stage declares; None: a local rule (runs where Snakemake runs)
-    rule_values: tuple[str, ...] = ()  # its Snakemake wildcards' values (a foreach stage's job: its rule's)
+    rule_wildcards: tuple[tuple[str, str], ...] = ()  # its Snakemake wildcards by name (a foreach stage's job: its rule's)
     command: str = ""  # the `tprepro` command it runs
     dvc_stage: str = ""  # its stage in dvc.yaml
 
@@ -107,17 +109,19 @@ def jobs(params: dict) -> list[Job]:
             outputs = tuple(path.format(**values) for path in node.outputs)
             found.append(Job(node.stage, node.rule, tuple(values.items()), outputs,
                              tuple(path.format(**values) for path in node.deps), node.family,
-                             _wildcard_values(outputs[0], rule_output), node.command.format(**values),
+                             _rule_wildcards(outputs[0], rule_output, dict(node.rule_names)),
+                             node.command.format(**values),
                              node.dvc_stage))
     return found
 
 
-def _wildcard_values(path: str, output: str) -> tuple[str, ...]:
-    """The values of `output`'s {wildcards} with which it is `path` (its rule's wildcards for the job)."""
+def _rule_wildcards(path: str, output: str, rule_names: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """(name, value) of each of `output`'s {wildcards} with which it is `path`: its rule's wildcards for the job,
+    a foreach stage's {item} or {key} under the rule's name for it (`rule_names`)."""
     values = matched(path, output)
     if values is None:
         raise TpreproError(f"{path}: not an output of its rule ({output})")
-    return tuple(values.values())
+    return tuple((rule_names.get(name, name), value) for name, value in values.items())
 
 
 def upstream(all_jobs: list[Job]) -> dict[Job, list[Job]]:

@@ -27,11 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tprepro.io import atomic_write_text, sha256_file
+from tprepro.train.folder_lock import LOCK_FILE
 
 LEDGER = Path(".snakemake/tprepro/output_times.json")
 TIMESTAMP = ".snakemake_timestamp"  # Snakemake's mtime carrier inside a directory output
-# Files in an output folder that are not its content (as .dvcignore); the lock is train/folder_lock.py's.
-NOT_CONTENT = {TIMESTAMP, "trainer.lock"}
+# Files in an output folder that are not its content (as .dvcignore): Snakemake's carrier and a training's lock.
+NOT_CONTENT = {TIMESTAMP, LOCK_FILE}
 
 
 @dataclass(frozen=True)

@@ -136,6 +136,7 @@ def stage_outputs(stage: str, **names: str) -> list:
     from tprepro.experiments import Reported, experiment_of, stage as registered
 
     outputs = []
+    names = {**registered(stage).dvc[0].rule_names, **names}
     for path in registered(stage).dvc[0].written:
         output = pattern(path, **names)
         folder = not Path(output).suffix
@@ -161,7 +162,8 @@ def stage_inputs(stage: str, params: dict, **names: str) -> list[str]:
     from tprepro.experiments import stage as registered
 
     declared = registered(stage).dvc[0]
-    own = {*(declared.matrix or ()), *names.values()}  # the rule's wildcards
+    names = {**declared.rule_names, **names}
+    own = {*(declared.matrix or ()), *(names.values() if declared.foreach else ())}  # the rule's wildcards
     nodes = stage_nodes(params)
     inputs, writers, folders = [], set(), {}
     for dep in declared.deps:
@@ -196,15 +198,18 @@ def final_outputs(params: dict) -> list[str]:
 def stage_shell(stage: str, params: dict, **names: str) -> str:
     """A rule's shell command: stage `stage`'s dvc.yaml command (its first DvcStage), so both tools
     run one declared command. DVC's `${item.<key>}` becomes the job's `{wildcards.<key>}`, `${item}`
-    and `${key}` the wildcard `names` gives them (e.g. key="dataset"), any other reference its value
+    and `${key}` the wildcard its DvcStage names (`foreach_as`, or `names`), any other reference its value
     in `params` (`n2f.seeds[0]`: an element of a list); the output goes to the rule's log."""
     from tprepro.experiments import stage as registered
+
+    declared = registered(stage).dvc[0]
+    names = {**declared.rule_names, **names}
 
     def snakemake(match: re.Match) -> str:
         wildcard = wildcard_of(match.group(1), names)
         return f"{{wildcards.{wildcard}}}" if wildcard is not None else params_value(match.group(1), params)
 
-    return DVC_REFERENCE.sub(snakemake, registered(stage).dvc[0].cmd) + " > {log} 2>&1"
+    return DVC_REFERENCE.sub(snakemake, declared.cmd) + " > {log} 2>&1"
 
 
 def jobs_use_this_interpreter() -> None:

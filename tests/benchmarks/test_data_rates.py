@@ -1,5 +1,5 @@
 """benchmarks/data_rates.py: real data jobs timed at two sizes through the timing wrapper, fitted, written in
-the format the plan reads; and the fit itself."""
+the format the plan reads; and the fit itself (benchmarks/kit/fit.py)."""
 
 import json
 import sys
@@ -10,15 +10,16 @@ from helpers import REPO
 from tprepro.plan.speeds import read_data_rates
 
 from benchmarks import data_rates
+from benchmarks.kit.fit import fit
 
 
 def test_the_fit_is_the_least_squares_line_and_never_negative():
-    rate = data_rates.fit([(200, 3.0), (1000, 7.0), (20_000, 102.0)])
+    rate = fit([(200, 3.0), (1000, 7.0), (20_000, 102.0)])
     assert rate.seconds_per_problem == pytest.approx(0.005, rel=1e-3) and rate.fixed_s == pytest.approx(2.0, abs=0.05)
     assert rate.sizes == (200, 1000, 20_000)
-    noisy = data_rates.fit([(200, 1.8), (1000, 1.7)])  # start-up hides the rate: no negative cost
+    noisy = fit([(200, 1.8), (1000, 1.7)])  # start-up hides the rate: no negative cost
     assert noisy.seconds_per_problem == 0.0 and noisy.fixed_s == pytest.approx(1.75)
-    through_origin = data_rates.fit([(200, 0.5), (1000, 4.5)])  # a negative fixed part: the line through 0
+    through_origin = fit([(200, 0.5), (1000, 4.5)])  # a negative fixed part: the line through 0
     assert through_origin.fixed_s == 0.0 and through_origin.seconds_per_problem > 0
 
 

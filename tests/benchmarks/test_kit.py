@@ -1,5 +1,5 @@
 """benchmarks/kit: what the benchmarks share (intervals, stamped reports, tables, settings overrides, the recording
-callback), and benchmarks importing it as a package, never through the import path."""
+callback), benchmarks importing it as a package, never through the import path, and training as the stages do."""
 
 import json
 import re
@@ -26,6 +26,18 @@ def test_no_benchmark_changes_the_import_path():
                for number, line in enumerate(path.read_text().splitlines(), start=1)
                if re.search(r"sys\.path\.(insert|append)|sys\.path\s*[+]?=", line)]
     assert not inserts, inserts
+
+
+def test_no_benchmark_sets_up_a_trainer_of_its_own():
+    """A benchmark trains as the stages do: a TrainingRun (an experiment's training_run, or kit.runner.preset_run)
+    through tprepro.training.trainer; none builds a TrainJob or a Trainer itself."""
+    import ast
+
+    own = [f"{path.relative_to(REPO)}:{node.lineno}" for path in sorted((REPO / "benchmarks").rglob("*.py"))
+           for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+           if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None))
+           in ("Trainer", "TrainJob")]
+    assert not own, own
 
 
 def test_the_interval_is_the_t_interval_and_paired_takes_the_common_seeds():

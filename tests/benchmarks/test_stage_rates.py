@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 import sys
 
 import pytest
 
-from helpers import REPO, load_default_params, write_params
+from helpers import REPO, load_default_params, tool_env, write_params
 from tprepro.job_graph import jobs
 from tprepro.plan.speeds import read_stage_rates, stage_rates_path
 from tprepro.plan.work import work
@@ -34,9 +35,10 @@ def test_a_runs_records_become_stage_rates(tmp_path):
             metrics.write_text(json.dumps({"wall_seconds": per_item * done.items}))
     records.append({"argv": ["tables"], "wall_s": 1.0, "cpu_s": 1.0, "status": 1})  # failed: left out
     (tmp_path / "jobs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    result = subprocess.run([sys.executable, str(REPO / "benchmarks/stage_rates.py"), "--params", "params.yaml",
+    result = subprocess.run([sys.executable, "-m", "benchmarks.stage_rates", "--params", "params.yaml",  # as docs/plan.md
                              "--times", "jobs.jsonl", "--run-dir", ".", "--commit", "abc1234", "--source", "a test",
-                             "--root", "measured"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+                             "--root", "measured"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                            env=tool_env(PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))))
     assert result.returncode == 0, result.stderr[-2000:]
     rates = read_stage_rates(stage_rates_path("cpu", tmp_path / "measured"))
     data = rates.stages["data"]  # two sizes (2,000 and 150 problems): fitted; a rate per module

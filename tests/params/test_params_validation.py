@@ -156,7 +156,7 @@ def test_a_misspelt_key_gets_the_closest_known_one(tmp_path):
 
 
 def test_a_params_file_is_validated_once_per_process_until_its_bytes_change(tmp_path, monkeypatch):
-    import tprepro.params as params_module
+    import tprepro.params.loading as params_module
 
     path = tmp_path / "params.yaml"
     path.write_text((REPO / "params.yaml").read_text())

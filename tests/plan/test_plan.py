@@ -7,6 +7,7 @@ import pytest
 
 from helpers import REPO, load_default_params
 from plan_kit import write_stage_rates, write_throughput
+from tprepro.errors import TpreproError
 from tprepro.job_graph import jobs
 from tprepro.plan.plan import MARGIN, MIN_RUNTIME, WARNING_MINUTES, make_plan
 from tprepro.plan.speeds import load_measurements
@@ -121,10 +122,10 @@ def test_a_cpu_jobs_runtime_covers_a_node_twice_as_slow_and_a_retry_asks_for_att
     assert planned.runtime * 60 >= SLOWER_NODE * planned.wall_s
     assert "x 2.0 (a slower node)" in planned.runtime_source
     wildcards = {"split": "train-easy", "module": "arithmetic__add_or_sub"}
-    monkeypatch.setitem(plan_module._PLANS, id(params), (params, make_plan(params, measurements=measured)))
+    monkeypatch.setitem(plan_module._PLANS, plan_module.plan_key(params), make_plan(params, measurements=measured))
     assert [runtime_of(params, "data", wildcards, attempt) for attempt in (1, 2, 3)] == [151, 302, 453]
     params["cluster"]["data"]["time_limit"] = 400
-    monkeypatch.setitem(plan_module._PLANS, id(params), (params, make_plan(params, measurements=measured)))
+    monkeypatch.setitem(plan_module._PLANS, plan_module.plan_key(params), make_plan(params, measurements=measured))
     assert [runtime_of(params, "data", wildcards, attempt) for attempt in (1, 2, 3)] == [151, 302, 400]
 
 
@@ -172,3 +173,23 @@ def test_a_model_priced_cheaper_per_step_than_a_smaller_one_says_why(tmp_path):
     tp, plain = _train_job(plan, "tp_transformer"), _train_job(plan, "transformer")
     assert tp.note.startswith("0.80x transformer_tiny's time a step at ") and "benchmarked at 14.0% vs 10.0%" in tp.note
     assert not plain.note
+
+
+def test_the_plan_cache_is_keyed_by_the_settings_and_wildcards_match_by_name(tmp_path, monkeypatch):
+    """An equal copy of the settings finds the plan made for them, edited settings do not; a job's wildcards are
+    matched by name, so the same values under other names name no job."""
+    import copy
+
+    from tprepro.plan import plan as plan_module
+    from tprepro.plan.plan import planned_job
+
+    params, measured = _priced_data(tmp_path)
+    made = make_plan(params, measurements=measured)
+    monkeypatch.setattr(plan_module, "_PLANS", {plan_module.plan_key(params): made})
+    same = copy.deepcopy(params)
+    wildcards = {"split": "train-easy", "module": "arithmetic__add_or_sub"}
+    assert planned_job(same, "data", wildcards) is _data_job(made)
+    same["data"]["train_per_module"] += 1
+    assert plan_module.plan_key(same) != plan_module.plan_key(params)
+    with pytest.raises(TpreproError, match="no job with wildcards"):
+        planned_job(params, "data", {"split": "arithmetic__add_or_sub", "module": "train-easy"})

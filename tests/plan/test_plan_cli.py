@@ -183,10 +183,12 @@ def _measured(root, kind: str, edit) -> None:
     ("stages", lambda d: d["stages"]["train"]["per_preset"].update(transformer_tiny=1e300),
      "stages.train.per_preset.transformer_tiny: 1e+300 is not a plausible seconds per item"),
     ("stages", lambda d: d["stages"]["vocab"].update(fixed_s=float("nan")), "stages.vocab.fixed_s: nan is not"),
+    ("stages", lambda d: d["stages"]["vocab"].update(bytes_per_item=float("inf")),
+     "stages.vocab.bytes_per_item: inf is not a plausible bytes per item"),
     ("data", lambda d: d["jobs"]["train-easy/arithmetic__add_or_sub"].update(seconds_per_problem=float("inf")),
      "jobs.train-easy/arithmetic__add_or_sub.seconds_per_problem: inf is not"),
 ], ids=["nan-speed", "infinite-speed", "tiny-speed", "zero-speed", "infinite-decoding", "huge-flops",
-        "huge-seconds", "nan-fixed", "infinite-data-seconds"])
+        "huge-seconds", "nan-fixed", "infinite-bytes", "infinite-data-seconds"])
 def test_implausible_measurements_are_refused_by_tprepro_plan_naming_file_and_key(tmp_path, kind, edit, message):
     """Issue 46, gap 9: NaN, Infinity, 0, 1e-300 or 1e300 in a measurement file gave a raw traceback, a job
     priced at 0 s or 10^300 hours, without a warning; the real `tprepro plan` now stops, exit 2, naming the

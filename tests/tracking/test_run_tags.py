@@ -5,7 +5,7 @@ import subprocess
 from helpers import REPO
 from tprepro.models.registry import resolve_model_config
 from tprepro.params import TrainConfig
-from tprepro.pipeline import run_description
+from tprepro.training import run_description
 from tprepro.tracking.provenance import source_tags
 
 

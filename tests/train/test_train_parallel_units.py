@@ -14,7 +14,8 @@ from tprepro.models.registry import build_model
 from tprepro.train.callbacks import Callback
 from tprepro.train.distributed import World, shard_batch
 from tprepro.train.preemption import Preempted, PreemptionFlag
-from tprepro.train.trainer import Trainer, speed_paths
+from tprepro.train.device import speed_paths
+from tprepro.train.trainer import Trainer
 from training_kit import sequence_loss
 
 from training_kit import assert_same_weights, data, make_job  # noqa: F401  (fixture)

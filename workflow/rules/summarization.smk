@@ -26,10 +26,10 @@ rule summarization_corpus:
 
 rule summarization_data:
     input:
-        *stage_inputs("summarization-data", P, key="dataset"),
+        *stage_inputs("summarization-data", P),
         code=code_digest("summarization-data"),
     output:
-        *stage_outputs("summarization-data", key="dataset"),
+        *stage_outputs("summarization-data"),
     wildcard_constraints:
         dataset="|".join(P["summarization"]["datasets"]),
     params:
@@ -41,7 +41,7 @@ rule summarization_data:
     conda:
         "../../envs/torch.yaml"
     shell:
-        stage_shell("summarization-data", P, key="dataset")
+        stage_shell("summarization-data", P)
 
 
 rule summarization_train:

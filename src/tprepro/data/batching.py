@@ -33,7 +33,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+from typing import Callable, Iterator, Protocol, Sequence
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -42,11 +42,26 @@ import torch
 from tprepro.data.shards import parquet_rows
 from tprepro.errors import TpreproError
 
-if TYPE_CHECKING:  # annotations only: vocab.py imports collate from here
-    from tprepro.data.vocab import Vocab
-
 Row = tuple[str, str]  # (question, answer)
 BATCHINGS = ("pool", "buckets")  # the batch orders of `train.batching`
+
+
+class CharacterTable(Protocol):
+    """The ids character problems are encoded with: data/vocab.py's Vocab (which collates with this module's
+    `collate`, so the type is stated here rather than imported)."""
+
+    code_table: np.ndarray  # [max code point + 1]: the id of each character, unk where none
+    pad_id: int
+    unk_id: int
+    bos_id: int
+    eos_id: int
+
+
+class RowCollator(Protocol):
+    """What a BatchStream makes batches with: a Vocab or any codec (models/interfaces.py); a codec may name the
+    `columns` it reads (default question and answer)."""
+
+    def collate(self, rows: Sequence[Row]) -> Batch: ...
 
 
 @dataclass
@@ -116,7 +131,7 @@ def _pad(seqs: Sequence[list[int]], pad_id: int) -> torch.Tensor:
     return out
 
 
-def encode_padded(texts: Sequence[str], vocab: Vocab, start: int | None = None, end: int | None = None) -> torch.Tensor:
+def encode_padded(texts: Sequence[str], vocab: CharacterTable, start: int | None = None, end: int | None = None) -> torch.Tensor:
     """[B, L] character ids of `texts`, each framed by the `start` and `end` ids where given, right-padded:
     what `_pad` of `vocab.encode` gives, in a few array operations for the whole batch (the training
     stream collates 1,024 problems a step; tests/data/test_batching.py checks the two agree)."""
@@ -136,12 +151,12 @@ def encode_padded(texts: Sequence[str], vocab: Vocab, start: int | None = None, 
     return torch.from_numpy(out)
 
 
-def encode_questions(questions: Sequence[str], vocab: Vocab) -> torch.Tensor:
+def encode_questions(questions: Sequence[str], vocab: CharacterTable) -> torch.Tensor:
     """[B, S] source ids: start symbol, question, end symbol, padding."""
     return encode_padded(questions, vocab, vocab.bos_id, vocab.eos_id)
 
 
-def collate(rows: Sequence[tuple[str, str]], vocab: Vocab) -> Batch:
+def collate(rows: Sequence[tuple[str, str]], vocab: CharacterTable) -> Batch:
     """Turn (question, answer) pairs into padded id tensors."""
     answers = [a for _, a in rows]
     tgt_in = encode_padded(answers, vocab, start=vocab.bos_id)  # [B, T]: start, answer, padding
@@ -258,7 +273,7 @@ class BatchStream:
     def __init__(
         self,
         files: Sequence[Path] | Sequence[Sequence[Path]],
-        vocab: Vocab,
+        vocab: RowCollator,
         batch_size: int,
         bucket_width: int,
         seed: int,

@@ -20,8 +20,8 @@ import torch
 from tprepro.data.shards import Dataset
 from tprepro.io import atomic_path
 from tprepro.train.callbacks import Callback
+from tprepro.train.files import CURVE_FILE  # noqa: F401 (the curve's readers import it from here too)
 
-CURVE_FILE = "learning_curve.csv"
 CURVE_COLUMNS = ["step", "heldout_loss", "heldout_exact_match", "n"]
 
 

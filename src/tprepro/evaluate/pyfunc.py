@@ -35,7 +35,7 @@ from tprepro.evaluate.evaluate import load_trained
 from tprepro.train.files import MODEL_FILE
 from tprepro.train.folder_lock import LOCK_FILE
 
-ARTIFACT = "model"  # a logged model's default name (the pipeline's: pipeline.logged_model_name)
+ARTIFACT = "model"  # a logged model's default name (the pipeline's: training.logged_model_name)
 FILES = "tprepro_model"  # its artifact holding the model directory: artifacts/tprepro_model/model.pt
 MODEL_CODE = Path(__file__).with_name("answering_model.py")  # the model as code: set_model(AnsweringModel())
 CODE_DIGEST = "tprepro_code_sha256"  # the python_function flavor's record of the stored code's sha256

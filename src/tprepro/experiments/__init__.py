@@ -21,6 +21,7 @@ from tprepro.data.codecs import CodecKind
 from tprepro.data.codecs import register as register_codec
 from tprepro.params import ExperimentRules, read_yaml, register_rules
 from tprepro.params.layered import Layered
+from tprepro.train.files import MODEL_FILE, TRAIN_METRICS
 from tprepro.work import Work, fixed
 
 Runner = Callable[[argparse.Namespace], "int | None"]
@@ -36,6 +37,7 @@ class DvcStage:
     matrix: dict[str, str | tuple[str, ...]] | None = None  # {key: params reference or values}
     foreach: str | None = None  # a params reference; ${item} is each value
     foreach_key: bool = False  # foreach over a mapping: ${key} is each entry's name
+    foreach_as: str | None = None  # the Snakemake rule's wildcard for ${item} / ${key} (default: item / key)
     deps: tuple[str, ...] = ()  # the data it reads
     # Every output is cached, metrics and plots too: a DVC experiment records their hashes, so
     # `dvc exp show`, `dvc metrics diff` and `dvc plots diff` read each experiment's own, and `dvc exp apply`
@@ -44,6 +46,11 @@ class DvcStage:
     results: tuple[str, ...] = ()  # what a user reads: tables, figures, run summaries
     metrics: tuple[str, ...] = ()  # `dvc metrics show` files
     plots: tuple[dict, ...] = ()  # `dvc plots show` files with their chart (learning_curve, model_curves, ...)
+
+    @property
+    def rule_names(self) -> dict[str, str]:
+        """The Snakemake wildcard names of its foreach value and key (tprepro.params.references.wildcard_of)."""
+        return {"item": self.foreach_as or "item", "key": self.foreach_as or "key"}
 
     @property
     def declared(self) -> tuple[str, ...]:
@@ -116,7 +123,7 @@ class Reported(str):
 
 def trained(model_dir: str) -> tuple[str, str]:
     """A trained model's files in `model_dir` (a DVC path): what its evaluate and interpret stages read."""
-    return f"{model_dir}/model.pt", f"{model_dir}/train_metrics.json"
+    return f"{model_dir}/{MODEL_FILE}", f"{model_dir}/{TRAIN_METRICS}"
 
 
 def learning_curve(path: str, experiment: str) -> dict:
@@ -221,7 +228,7 @@ class Experiment:
 # Code every stage of a kind runs, whatever the experiment (relative to src/tprepro/).
 COMMON = ("params", "io.py", "errors.py")
 PIPELINE = ("pipeline.py", "train/files.py")  # the stages' shared skeletons, with the file names they import
-TRAINING = (*COMMON, "data", "models", "train", "evaluate", "pipeline.py", "tracking", "invocation.py")
+TRAINING = (*COMMON, "data", "models", "train", "evaluate", "pipeline.py", "training.py", "tracking", "invocation.py")
 EVALUATION = (*COMMON, "data", "models", "evaluate", "train", "report", "pipeline.py", "tracking", "invocation.py")
 MODEL_CODE = ("models", "data/tuple_ids.py")  # the models package with what it imports: a table resolving presets
 PUBLISHING = (*COMMON, "report", "evaluate/__init__.py", "evaluate/curves.py", "train/callbacks.py", *PIPELINE,
@@ -307,7 +314,7 @@ def train_arguments(models: str, seeds: str, **own: str | Option) -> Callable[[a
     train dataset directory, to --out and --checkpoints; `own`: further options (see `options`)."""
     return options("train", "vocab", "checkpoints", **{"model": f"a model name under {models} in the params file",
                    "seed": Option(f"training seed (one of {seeds})", type=int),
-                   "out": "directory for model.pt and train_metrics.json", **own})
+                   "out": f"directory for {MODEL_FILE} and {TRAIN_METRICS}", **own})
 
 
 def test_arguments(out: str, **own: str | Option) -> Callable[[argparse.ArgumentParser], None]:

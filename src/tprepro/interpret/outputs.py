@@ -12,7 +12,7 @@ import torch
 from tprepro.evaluate.evaluate import load_trained
 from tprepro.interpret.attention_maps import as_records, attention_figure, attention_maps, has_attention_maps
 from tprepro.io import atomic_write_text
-from tprepro.pipeline import MODEL_FILE, read_train_metrics, training_run
+from tprepro.pipeline import MODEL_FILE, read_train_metrics, tracked_run
 
 TINY_NOTE = "tiny CPU model: expect little structure"
 CPU = torch.device("cpu")  # small samples: the analyses run on the CPU wherever the model trained
@@ -32,7 +32,7 @@ def write_table(frame, path: Path) -> None:
 def log_outputs(tracked, summary: dict, out: Path, metrics: dict[str, float]) -> None:
     """Every file of `out` as an artifact (under interpret/) of the model's training run in the MLflow
     experiment `tracked` (tprepro.tracking.store.Experiment), plus `metrics`."""
-    run = training_run(tracked, summary)
+    run = tracked_run(tracked, summary)
     if metrics:
         run.log_metrics(metrics, step=summary["steps"])
     for path in sorted(out.iterdir()):

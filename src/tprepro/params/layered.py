@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tprepro.errors import TpreproError
-from tprepro.params import merge_overrides
+from tprepro.params.loading import merge_overrides
 from tprepro.params.references import setting
 
 
@@ -87,9 +87,9 @@ class Layered:
 
 def schema_at(key: str) -> dict:
     """The params schema of dotted `key` (every registered experiment's sections included)."""
-    from tprepro.params import _schema
+    from tprepro.params.rules import params_schema
 
-    schema = _schema()
+    schema = params_schema()
     for part in key.split("."):
         properties = schema.get("properties", {})
         if part not in properties:

@@ -3,11 +3,14 @@ totals and the wall time along the DAG."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tprepro.errors import TpreproError
+from tprepro.params.reads import for_the_record
 from tprepro.plan.calibrate import CPU, Calibration, cpu_factor, cpu_machines, scaled
 from tprepro.plan.cheaper import with_cheaper_notes
 from tprepro.plan.critical_path import critical_path, schedule
@@ -214,9 +217,9 @@ def make_plan(params: dict, params_path: str = "params.yaml", device: str | None
 def planned_job(params: dict, stage: str, wildcards: dict) -> PlannedJob:
     """The planned job of `stage` with Snakemake `wildcards` (workflow.stage_resources' runtime and CPUs)."""
     plan = _cached_plan(params)
-    wanted = sorted(str(value) for value in wildcards.values())
+    wanted = {name: str(value) for name, value in wildcards.items()}
     for planned in plan.jobs:
-        if planned.job.stage == stage and sorted(planned.job.rule_values) == wanted:
+        if planned.job.stage == stage and dict(planned.job.rule_wildcards) == wanted:
             return planned
     raise TpreproError(f"stage {stage}: the plan has no job with wildcards {dict(wildcards)}")
 
@@ -229,11 +232,17 @@ def runtime_of(params: dict, stage: str, wildcards: dict, attempt: int = 1) -> i
     return slurm_runtime(params, planned.job, planned.work, planned.wall_s, planned.device == CPU, attempt)[0]
 
 
-_PLANS: dict = {}
+_PLANS: dict[str, Plan] = {}  # plan_key(params) -> its plan: one plan per settings in a Snakemake process
+
+
+def plan_key(params: dict) -> str:
+    """The settings' digest: equal settings share a plan, whichever mapping holds them."""
+    body = json.dumps(for_the_record(params), sort_keys=True, default=str)
+    return hashlib.sha256(body.encode()).hexdigest()
 
 
 def _cached_plan(params: dict) -> Plan:
-    key = id(params)
+    key = plan_key(params)
     if key not in _PLANS:
-        _PLANS[key] = (params, make_plan(params))  # params kept so that the id stays theirs
-    return _PLANS[key][1]
+        _PLANS[key] = make_plan(params)
+    return _PLANS[key]

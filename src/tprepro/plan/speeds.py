@@ -205,6 +205,9 @@ def read_stage_rates(path: Path) -> StageRates:
                  **{f"per_module.{name}": value for name, value in entry.get("per_module", {}).items()}}
         for key, value in items.items():
             check_number(value, path, f"stages.{stage}.{key}", SECONDS_PER_ITEM, "seconds per item")
+        if "bytes_per_item" in entry:  # a data stage's disk per problem, in a pipeline run
+            check_number(entry["bytes_per_item"], path, f"stages.{stage}.bytes_per_item", BYTES_PER_PROBLEM,
+                         "bytes per item")
         if "fit" in entry:
             read_machine(entry["fit"].get("machine"), path, f"stages.{stage}.fit.machine")
     return StageRates(data["device_kind"], data["device"], data["commit"], data["date"], data["source"], stages,

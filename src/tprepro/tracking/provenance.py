@@ -54,3 +54,13 @@ JOB_ENVIRONMENT = {
 def job_environment_tags() -> dict[str, str]:
     """The scheduler's job ID and GPU allocation as MLflow tags (empty outside a SLURM job)."""
     return {tag: os.environ[name] for tag, name in JOB_ENVIRONMENT.items() if os.environ.get(name)}
+
+
+def log_outputs(run, paths, artifact_path: str) -> None:
+    """`paths` as artifacts of `run` under `artifact_path`, and the stage's log file (its redirected
+    output, if any) under logs/: what a user opens from the run's page."""
+    for path in paths:
+        run.log_artifact(path, artifact_path)
+    log = log_file()
+    if log is not None:
+        run.log_artifact(log, "logs")

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from tprepro.errors import TpreproError
-from tprepro.io import atomic_path, move_aside  # noqa: F401 (moved to io; the trainer imports it here)
+from tprepro.io import atomic_path
 
 FORMAT = "tprepro-checkpoint/1"
 

@@ -1,5 +1,5 @@
-"""The files of a training run's model folder, named once for the stages that write and read them, and
-where every training writes its progress."""
+"""The files of a training run's model folder and checkpoint folder, named once for the stages, DVC outs and
+tools that write and read them, and where every training writes its progress."""
 
 from pathlib import Path
 
@@ -7,6 +7,9 @@ from tprepro.errors import TpreproError
 
 MODEL_FILE = "model.pt"  # the trained model as exported for evaluation and serving
 TRAIN_METRICS = "train_metrics.json"  # the run's summary: steps, loss, seconds, where it resumed from
+CURVE_FILE = "learning_curve.csv"  # held-out scores at every checkpoint (evaluate/curves.py), in both folders
+CHECKPOINT_FILE = "checkpoint.pt"  # the checkpoint folder's resumable training state (train/checkpoint.py)
+MLFLOW_MODEL = "mlflow_model"  # the checkpoint folder's MLflow model, staged before it is logged
 PROGRESS = "progress"  # logs/progress/: every training's progress log, where `tprepro status` finds it
 MODEL_FOLDERS_SHOWN = 6  # a folder of model folders: how many of them an error names
 

@@ -23,13 +23,14 @@ from pathlib import Path
 from typing import Iterator
 
 from tprepro.errors import TpreproError
-from tprepro.train.files import MODEL_FILE, TRAIN_METRICS
+from tprepro.train.files import CHECKPOINT_FILE, MLFLOW_MODEL, MODEL_FILE, TRAIN_METRICS
+from tprepro.train.requeue import FAILURE_FILE
 
 LOCK_FILE = "trainer.lock"
 CHECKPOINTS, MODEL = "checkpoints", "model"  # the kinds of folder a training run owns
-# What marks a folder as one kind's: the files only that kind's folder holds (train/files.py, pipeline.py,
-# train/requeue.py). A lock file without a kind is one written before kinds were recorded: a checkpoint folder's.
-MARKERS = {CHECKPOINTS: ("checkpoint.pt", "last_failure.json", "mlflow_model"),
+# What marks a folder as one kind's: the files only that kind's folder holds. A lock file without a kind is one
+# written before kinds were recorded: a checkpoint folder's.
+MARKERS = {CHECKPOINTS: (CHECKPOINT_FILE, FAILURE_FILE, MLFLOW_MODEL),
            MODEL: (MODEL_FILE, TRAIN_METRICS)}
 OPTIONS = {CHECKPOINTS: "--checkpoints", MODEL: "--out"}
 

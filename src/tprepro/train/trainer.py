@@ -37,6 +37,7 @@ from typing import Sequence
 import torch
 
 from tprepro.params import TrainConfig
+from tprepro.params.train_config import fingerprinted
 from tprepro.data.batching import Batch, BatchStream
 from tprepro.data.packing import pack
 from tprepro.data.vocab import Vocab
@@ -47,46 +48,15 @@ from tprepro.models.registry import build_model, count_parameters
 from tprepro.errors import TpreproError
 from tprepro.train.callbacks import Callback
 from tprepro.train import kept_states
-from tprepro.train.checkpoint import CheckpointError, TrainState, move_aside, save_checkpoint
+from tprepro.io import move_aside
+from tprepro.train.checkpoint import CheckpointError, TrainState, save_checkpoint
+from tprepro.train.device import pick_device, speed_paths
 from tprepro.train.compiling import compile_cache_dir, compile_model, mark_dynamic_lengths
 from tprepro.train.distributed import World, shard_batch
 from tprepro.train.preemption import Preempted, PreemptionFlag
 from tprepro.train.step import batch_loss, make_optimizer, optimizer_step, scheduled_lr
 from tprepro.train.telemetry import LogWindow
 from tprepro.train.throughput import flops_per_position, matmul_peak
-
-
-def pick_device(name: str, local_rank: int = 0) -> torch.device:
-    """`auto`: CUDA if present, else CPU. Data-parallel ranks take GPU `local_rank`."""
-    if name == "auto":
-        name = "cuda" if torch.cuda.is_available() else "cpu"
-    return torch.device(name, local_rank) if name == "cuda" else torch.device(name)
-
-
-def speed_paths(config: TrainConfig, device: torch.device) -> tuple[bool, bool]:
-    """(bf16 autocast, torch.compile) from `train.amp` / `train.compile`: `auto` means on for CUDA.
-
-    compile=true on CPU is refused: Inductor would need a C++ toolchain at run time
-    for a small gain, and the CPU path is the one the tests pin down exactly.
-    amp=true on CPU is honoured (CPU autocast supports bf16), e.g. to study its numerics.
-    """
-    on_gpu = device.type == "cuda"
-    amp = on_gpu if config.amp == "auto" else config.amp
-    compile_ = on_gpu if config.compile == "auto" else config.compile
-    if compile_ and not on_gpu:
-        raise TpreproError("train.compile: torch.compile is a GPU speed path; use auto or false on CPU")
-    return amp, compile_
-
-
-# Settings left out of the fingerprint while at these values (what a run did before the setting
-# existed), so checkpoints written before the settings existed still resume.
-FINGERPRINT_DEFAULTS = {"optimizer": "adam", "schedule": "constant", "batching": "buckets", "pool_batches": 16,
-                         "loss_weighting": "batch", "packing": False}
-
-
-# Settings that may change between a run and its resumption (e.g. extending `steps`).
-_RESUMABLE_CHANGES = ("steps", "checkpoint_every", "log_every", "device", "threads",
-                      "amp", "compile", "processes", "max_requeues", "prefetch")
 
 
 @dataclass
@@ -107,8 +77,7 @@ class TrainJob:
         settings = {
             "seed": self.seed,
             "model": asdict(self.model),
-            "train": {k: v for k, v in asdict(self.config).items()
-                      if k not in _RESUMABLE_CHANGES and FINGERPRINT_DEFAULTS.get(k, object()) != v},
+            "train": fingerprinted(self.config),  # the settings a resumed run must share (params/train_config.py)
             "vocab": list(self.vocab.symbols),
             "data": self.data_fingerprint,
         }

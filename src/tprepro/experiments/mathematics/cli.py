@@ -6,6 +6,7 @@ import argparse
 import os
 from pathlib import Path
 
+from tprepro.train.files import CURVE_FILE, MODEL_FILE, TRAIN_METRICS
 from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE, SPLITS, TRAIN_SPLITS
 from tprepro.experiments.mathematics.settings import (check_mathematics, data_work, evaluate_work, train_work,
                                                       vocab_work)
@@ -184,8 +185,8 @@ EXPERIMENT = Experiment(
               dvc=(DvcStage("tprepro train --model ${item.model} --seed ${item.seed} "
                             f"--out {MODEL} --checkpoints {CHECKPOINTS}/{RUN}",
                             matrix=RUNS, deps=(VOCAB, *TRAIN_INDEXES, HELDOUT_INDEX),
-                            outs=(f"{MODEL}/model.pt",), results=(f"{MODEL}/train_metrics.json",),
-                            plots=(learning_curve(f"{MODEL}/learning_curve.csv", TITLE),)),)),
+                            outs=(f"{MODEL}/{MODEL_FILE}",), results=(f"{MODEL}/{TRAIN_METRICS}",),
+                            plots=(learning_curve(f"{MODEL}/{CURVE_FILE}", TITLE),)),)),
         Stage("evaluate", "per-module accuracy on interpolate, extrapolate and a train sample",
               options("model_dir", interpolate=Option("interpolate split directory").at(HELDOUT),
                       extrapolate=Option("extrapolate split directory").at(EXTRAPOLATION),

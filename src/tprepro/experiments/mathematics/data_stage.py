@@ -20,7 +20,7 @@ from pathlib import Path
 
 import tprepro
 from tprepro.children import die_with_parent
-from tprepro.data.shards import dataset_index
+from tprepro.data.shards import MANIFEST, dataset_index
 from tprepro.experiments.mathematics.modules import TRAIN_SPLITS, split_modules, validate_module
 from tprepro.io import atomic_write_text
 from tprepro.params import load_params, validate_section
@@ -115,7 +115,7 @@ def _print_summary(split: str, module: str, out: Path, source: str, seconds: flo
     """One timestamped line for the stage's log: what was written, from where, how fast."""
     from tprepro.io import utc_stamp
 
-    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
     print(f"{utc_stamp()} {split}/{module}: {manifest['rows']} problems in {len(manifest['shards'])} shards -> {out} "
           f"({'generated' if source == 'generate' else 'imported from the release'}, {seconds:.1f} s, "
           f"{manifest['rows'] / max(seconds, 1e-9):.0f} problems/s)", flush=True)

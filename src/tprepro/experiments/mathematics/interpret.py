@@ -17,7 +17,7 @@ from tprepro.interpret.sampling import pairs, sample_rows
 from tprepro.io import atomic_directory, atomic_write_text
 from tprepro.params import load_params
 from tprepro.params.reads import peek
-from tprepro.pipeline import read_train_metrics, training_run
+from tprepro.pipeline import read_train_metrics, tracked_run
 
 RECONSTRUCTION_FILE = "head_reconstruction.json"
 
@@ -110,7 +110,7 @@ def reconstruction_stage(params_path: str, interpret_dir: Path, models_dir: Path
                "encoder state z_t recovered from one head's value vector v_h(z_t), per run")
     print(markdown)
     for summary in summaries.values():
-        run = training_run(mlflow_experiment(params, "mathematics"), summary)
+        run = tracked_run(mlflow_experiment(params, "mathematics"), summary)
         for path in outputs.values():
             run.log_artifact(path, "interpret")
         run.finish()

@@ -7,16 +7,18 @@ commands, tests may call these functions directly. The shared skeletons are in p
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from tprepro.params import TrainConfig, load_params
 from tprepro.params.reads import for_the_record, peek
 from tprepro.experiments.mathematics.modules import EXTRAPOLATE, INTERPOLATE
 from tprepro.data.shards import Dataset, open_dataset
 from tprepro.experiments import mlflow_experiment
-from tprepro.pipeline import (TrainingRun, evaluate_trained, final_losses, heldout_settings, model_config,
-                              publish_table, published_rows, require_model, train_model, training_summaries,
-                              write_role_sharpness)
+from tprepro.pipeline import (evaluate_trained, final_losses, model_config, publish_table, published_rows,
+                              require_model, training_summaries, write_role_sharpness)
+
+if TYPE_CHECKING:  # the training module is imported by the train stage alone (its declared code)
+    from tprepro.training import TrainingRun
 
 
 def module_datasets(split_dirs: Sequence[Path], modules: Sequence[str]) -> list[tuple[str, str, Dataset]]:
@@ -34,17 +36,29 @@ def build_vocab_stage(params_path: str, train_dirs: Sequence[Path], out: Path) -
     print(f"vocabulary: {len(vocab)} symbols -> {out}")
 
 
+def training_run(params: dict, name: str, seed: int, datasets: Mapping[str, Dataset], checkpoints: Path,
+                 out: Path | None = None, vocab_path: Path | None = None, codec=None, heldout=None) -> TrainingRun:
+    """One (model, seed) as this experiment trains it, in its train stage and in the benchmarks: the model's
+    architecture, the `train:` settings and the MLflow experiment of `params`, on `datasets` ({split/module: ...})
+    with the vocabulary at `vocab_path` (or `codec`)."""
+    from tprepro.training import TrainingRun
+
+    return TrainingRun(name, seed, model_config(params, name), TrainConfig.from_params(params), dict(datasets),
+                       vocab_path, out, checkpoints, mlflow_experiment(params, "mathematics"),
+                       data_settings=for_the_record(params["data"]), codec=codec, heldout=heldout)
+
+
 def train_stage(params_path: str, name: str, seed: int, train_dirs: Sequence[Path], vocab_path: Path,
                 out: Path, checkpoints: Path, heldout_dir: Path) -> dict:
     """Train one (model, seed); the learning curve scores a sample of `heldout_dir` (the interpolate split)."""
+    from tprepro.training import heldout_settings, train_model
+
     params = load_params(params_path)
     require_model(params_path, peek(params, "models"), name, "models")
     modules = params["grid"]["modules"]
     datasets = {f"{split}/{module}": ds for split, module, ds in module_datasets(train_dirs, modules)}
     heldout = heldout_settings(params, [ds for _, _, ds in module_datasets([heldout_dir], modules)], seed)
-    return train_model(TrainingRun(name, seed, model_config(params, name), TrainConfig.from_params(params), datasets,
-                                   vocab_path, out, checkpoints, mlflow_experiment(params, "mathematics"),
-                                   data_settings=for_the_record(params["data"]), heldout=heldout))
+    return train_model(training_run(params, name, seed, datasets, checkpoints, out, vocab_path, heldout=heldout))
 
 
 def evaluate_stage(params_path: str, model_dir: Path, interpolate_dir: Path, extrapolate_dir: Path,

@@ -3,4 +3,5 @@
 Each task is a module `<task>_task.py` here defining TASK (see tasks.py).
 """
 
+VOCAB_FILE = "vocab.json"  # the data stage's vocabulary, beside its train/ and test/ folders
 TASKS = ("mathqa", "algolisp")  # the one list of N2F task names (CLI choices, params checks, Snakemake)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tprepro.train.files import MODEL_FILE, TRAIN_METRICS
 from tprepro.data.codecs import CodecKind
 from tprepro.experiments.n2f.settings import TRAIN_BUDGET, TRAIN_DEVICE, TRAIN_SETTINGS, check_n2f, data_work, evaluate_work, train_work
 from tprepro.experiments import (PIPELINE, COMMON, EVALUATION, INTERPRETING, MODEL_CODE, PUBLISHING, TRAINING, Digested, DvcStage,
                                  Experiment, Option, Reported, Stage, model_bars, options, table_arguments, table_files,
                                  table_outputs, test_arguments, train_arguments, trained)
-from tprepro.experiments.n2f import TASKS
+from tprepro.experiments.n2f import TASKS, VOCAB_FILE
 
 
 TASK = Option("a task listed in n2f.tasks", choices=TASKS)
@@ -87,7 +88,7 @@ EXPERIMENT = Experiment(
               params=("n2f.{task}.data", "vocab"),
               family="data", work=data_work,
               dvc=(DvcStage(f"tprepro n2f-data --task ${{item.task}} --out {DATA}", matrix=EACH_TASK,
-                            outs=(f"{DATA}/train", f"{DATA}/test", Digested(f"{DATA}/vocab.json"))),)),
+                            outs=(f"{DATA}/train", f"{DATA}/test", Digested(f"{DATA}/{VOCAB_FILE}"))),)),
         Stage("n2f-quality", "how often the gold programs succeed, per split",
               options(task=TASK, data="the task's data directory (train/ and test/)", out="JSON report"),
               _quality,
@@ -102,10 +103,10 @@ EXPERIMENT = Experiment(
               params=("n2f.{task}.models.{model}", TRAIN_SETTINGS),
               family="train", work=train_work,
               dvc=(DvcStage("tprepro n2f-train --task ${item.task} --model ${item.model} --seed ${item.seed} "
-                            f"--train {DATA}/train --vocab {DATA}/vocab.json --out {MODELS}/{RUN} "
+                            f"--train {DATA}/train --vocab {DATA}/{VOCAB_FILE} --out {MODELS}/{RUN} "
                             f"--checkpoints n2f/checkpoints/${{item.task}}/{RUN}",
-                            matrix=RUNS, deps=(f"{DATA}/train", f"{DATA}/vocab.json"),
-                            outs=(f"{MODELS}/{RUN}/model.pt",), results=(f"{MODELS}/{RUN}/train_metrics.json",)),)),
+                            matrix=RUNS, deps=(f"{DATA}/train", f"{DATA}/{VOCAB_FILE}"),
+                            outs=(f"{MODELS}/{RUN}/{MODEL_FILE}",), results=(f"{MODELS}/{RUN}/{TRAIN_METRICS}",)),)),
         Stage("n2f-evaluate", "greedy programs on the test split, scored the task's way",
               test_arguments("per-metric CSV", task=TASK), _evaluate,
               code=(*EVALUATION, "experiments/n2f"),

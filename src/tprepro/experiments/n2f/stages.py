@@ -4,27 +4,30 @@ Per task: data -> quality -> train (per model) -> evaluate (per model) -> tables
 Settings come from params.yaml `n2f:`; what differs between the tasks (loading,
 gold-program checks, scoring, the table) lives in n2f_tasks.py. Training runs
 through the same dataset-agnostic core as every other experiment
-(pipeline.train_model), with the tuple vocabularies as its codec.
+(training.train_model), with the tuple vocabularies as its codec.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from tprepro.params import TrainConfig, load_params
 from tprepro.params.reads import for_the_record, peek
+from tprepro.experiments.n2f import VOCAB_FILE
 from tprepro.experiments.n2f.settings import TRAIN_BUDGET, TRAIN_DEVICE, n2f_train
-from tprepro.data.shards import open_dataset, write_dataset
+from tprepro.data.shards import Dataset, open_dataset, write_dataset
 from tprepro.errors import TpreproError
 from tprepro.experiments import mlflow_experiment
 from tprepro.io import atomic_write_text
 from tprepro.experiments.n2f.tasks import TEST, TRAIN, get_task
-from tprepro.pipeline import (TrainingRun, evaluate_trained, final_losses, model_config, publish_table, published_rows,
-                              read_train_metrics, require_model, train_model, training_summaries)
+from tprepro.pipeline import (evaluate_trained, final_losses, model_config, publish_table, published_rows,
+                              read_train_metrics, require_model, training_summaries)
 
-VOCAB_FILE = "vocab.json"
+if TYPE_CHECKING:  # the training module is imported by the train stage alone (its declared code)
+    from tprepro.training import TrainingRun
+
 
 
 def _task_settings(params: dict, task: str, params_path: str) -> dict:
@@ -80,21 +83,39 @@ def quality_stage(params_path: str, task: str, data_dir: Path, out: Path) -> Non
 def train_stage(params_path: str, task: str, name: str, seed: int, train_dir: Path, vocab_path: Path, out: Path,
                 checkpoints: Path) -> dict:
     from tprepro.experiments.n2f.tuple_vocab import TupleVocab
+    from tprepro.training import train_model
 
     params = load_params(params_path)
-    section = params["n2f"]
-    settings = _task_settings(params, task, params_path)
-    require_model(params_path, peek(section, "models"), name, "n2f.models")
+    _task_settings(params, task, params_path)
+    require_model(params_path, peek(params["n2f"], "models"), name, "n2f.models")
+    task_model(params, task, name, params_path)  # refused before any data is opened
+    train = open_dataset(train_dir, schema=get_task(task).schema)
+    return train_model(training_run(params, task, name, seed, {"train": train}, checkpoints, out,
+                                    TupleVocab.load(vocab_path), source=params_path))
+
+
+def training_run(params: dict, task: str, name: str, seed: int, datasets: Mapping[str, Dataset], checkpoints: Path,
+                 out: Path | None, codec, source: str = "params") -> TrainingRun:
+    """One (task, model, seed) as this experiment trains it, in its train stage and in the benchmarks: the model of
+    n2f.<task>.models (refused, naming `source`, if its tuples do not fit the task's), `train:` under `n2f.train:`
+    and `n2f.<task>.train:`, on `datasets` with the task's tuple vocabulary `codec`."""
+    from tprepro.training import TrainingRun
+
+    config = TrainConfig.from_params({"train": n2f_train(params, task)})
+    return TrainingRun(name, seed, task_model(params, task, name, source), config, dict(datasets), None, out,
+                       checkpoints, mlflow_experiment(params, "n2f"),
+                       data_settings=for_the_record(params["n2f"][task]["data"]), run_prefix=f"{task}/", codec=codec)
+
+
+def task_model(params: dict, task: str, name: str, source: str):
+    """The architecture of n2f.<task>.models.<name>; refused, naming `source` and the key, if its tuples do not
+    have the task's arity."""
     spec = get_task(task)
     model = model_config(params, name, f"n2f.{task}.models")
     if model.family.tuple_arity != spec.arity:
-        raise TpreproError(f"{params_path}: n2f.{task}.models.{name}.tuple_arity: {task} tuples have "
+        raise TpreproError(f"{source}: n2f.{task}.models.{name}.tuple_arity: {task} tuples have "
                            f"{spec.arity} arguments, the model {model.family.tuple_arity}")
-    config = TrainConfig.from_params({"train": n2f_train(params, task)})
-    train = open_dataset(train_dir, schema=spec.schema)
-    return train_model(TrainingRun(name, seed, model, config, {"train": train}, vocab_path,
-                                   out, checkpoints, mlflow_experiment(params, "n2f"), data_settings=for_the_record(settings["data"]),
-                                   run_prefix=f"{task}/", codec=TupleVocab.load(vocab_path)))
+    return model
 
 
 def predict_programs(model, vocab, questions: list[str], batch_size: int, max_tuples: int) -> list:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tprepro.train.files import MODEL_FILE, TRAIN_METRICS
 from tprepro.data.codecs import CodecKind
 from tprepro.experiments.summarization import DOCUMENTS_SUFFIX
 from tprepro.experiments.summarization.settings import (TRAIN_DEVICE, TRAIN_SETTINGS, check_summarization, data_work,
@@ -85,12 +86,12 @@ EXPERIMENT = Experiment(
               family="data", work=data_work,
               dvc=(DvcStage(f"tprepro summarization-data --dataset ${{key}} --corpus {CORPUS} "
                             "--out data/summarization/${key}",
-                            foreach="${summarization.datasets}", foreach_key=True,
+                            foreach="${summarization.datasets}", foreach_key=True, foreach_as="dataset",
                             deps=(CORPUS,), outs=("data/summarization/${key}",)),)),
         Stage("summarization-train", "train one summarization model (resumes from its checkpoint)",
               options("checkpoints", dataset=DATASET, model="a name in summarization.models",
                       seed=Option("training seed (one of summarization.seeds)", type=int), data=DATA_DIR,
-                      out="directory for model.pt and train_metrics.json"),
+                      out=f"directory for {MODEL_FILE} and {TRAIN_METRICS}"),
               _train, code=(*TRAINING, f"{S}/__init__.py", f"{S}/tokenizer.py", f"{S}/decoding.py", f"{S}/settings.py",
                             f"{S}/stages.py"),
               params=("summarization.models.{model}", TRAIN_SETTINGS, "summarization.data.max_source_tokens",
@@ -99,7 +100,7 @@ EXPERIMENT = Experiment(
               dvc=(DvcStage("tprepro summarization-train --dataset ${item.dataset} --model ${item.model} "
                             f"--seed ${{item.seed}} --data {DATA} --out {MODEL} --checkpoints {CHECKPOINTS}",
                             matrix=RUNS, deps=(DATA,),
-                            outs=(f"{MODEL}/model.pt",), results=(f"{MODEL}/train_metrics.json",)),)),
+                            outs=(f"{MODEL}/{MODEL_FILE}",), results=(f"{MODEL}/{TRAIN_METRICS}",)),)),
         Stage("summarization-evaluate", "beam-search the test split and score it with ROUGE",
               options("model_dir", dataset=DATASET, data=DATA_DIR,
                       out=f"evaluation CSV, one row per ROUGE type; beside it <out stem>{DOCUMENTS_SUFFIX} (per "

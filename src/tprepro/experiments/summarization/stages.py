@@ -2,7 +2,7 @@
 
 corpus -> data (per dataset: shards + subword model) -> train (per dataset and model)
 -> evaluate (beam search, ROUGE) -> tables. Settings: params.yaml `summarization:`.
-Training runs through the same core as every experiment (pipeline.train_model), with
+Training runs through the same core as every experiment (training.train_model), with
 the sentencepiece codec.
 """
 
@@ -15,18 +15,19 @@ from typing import TYPE_CHECKING, Mapping
 
 from tprepro.params import TrainConfig, load_params
 from tprepro.params.reads import for_the_record, peek
-from tprepro.data.shards import iter_rows, open_dataset
+from tprepro.data.shards import Dataset, iter_rows, open_dataset
 from tprepro.errors import TpreproError
 from tprepro.evaluate.files import role_sharpness_path
 from tprepro.experiments import mlflow_experiment
 from tprepro.io import atomic_directory
-from tprepro.pipeline import (MODEL_FILE, TrainingRun, evaluate_trained, model_config, publish_table,
-                              require_model, train_model, write_role_sharpness)
+from tprepro.pipeline import (MODEL_FILE, evaluate_trained, model_config, publish_table, require_model,
+                              write_role_sharpness)
 from tprepro.experiments.summarization import SCHEMA, SPLITS, TEST, TRAIN, documents_path
 from tprepro.experiments.summarization.settings import TRAIN_DEVICE, release_path, summarization_train
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the training module is imported by the train stage alone (its declared code)
     from tprepro.experiments.summarization.table import RunEvaluation
+    from tprepro.training import TrainingRun
 
 MODELS = "summarization.models"
 SUBWORD_MODEL = "spm.model"
@@ -87,16 +88,27 @@ def load_codec(params: dict, data_dir: Path):
 
 def train_stage(params_path: str, dataset: str, name: str, seed: int, data_dir: Path, out: Path,
                 checkpoints: Path) -> dict:
+    from tprepro.training import train_model
+
     params = load_params(params_path)
-    section = params["summarization"]
     _dataset_settings(params, dataset, params_path)
-    require_model(params_path, peek(section, "models"), name, MODELS)
+    require_model(params_path, peek(params["summarization"], "models"), name, MODELS)
+    train = open_dataset(data_dir / TRAIN, schema=SCHEMA)
+    return train_model(training_run(params, dataset, name, seed, {"train": train}, checkpoints, out, data_dir))
+
+
+def training_run(params: dict, dataset: str, name: str, seed: int, datasets: Mapping[str, Dataset], checkpoints: Path,
+                 out: Path | None, data_dir: Path) -> TrainingRun:
+    """One (dataset, model, seed) as this experiment trains it, in its train stage and in the benchmarks: the model
+    of summarization.models, `train:` under `summarization.train:`, on `datasets` with the subword codec of
+    `data_dir` (the dataset's data stage output)."""
+    from tprepro.training import TrainingRun
+
     config = TrainConfig.from_params({"train": summarization_train(params)})
-    return train_model(TrainingRun(name, seed, model_config(params, name, MODELS), config,
-                                   {"train": open_dataset(data_dir / TRAIN, schema=SCHEMA)}, data_dir / SUBWORD_MODEL,
-                                   out, checkpoints, mlflow_experiment(params, "summarization"),
-                                   data_settings={**for_the_record(section["data"]), "dataset": dataset},
-                                   run_prefix=f"{dataset}/", codec=load_codec(params, data_dir)))
+    return TrainingRun(name, seed, model_config(params, name, MODELS), config, dict(datasets), data_dir / SUBWORD_MODEL,
+                       out, checkpoints, mlflow_experiment(params, "summarization"),
+                       data_settings={**for_the_record(params["summarization"]["data"]), "dataset": dataset},
+                       run_prefix=f"{dataset}/", codec=load_codec(params, data_dir))
 
 
 def answer_documents(model, codec, model_dir: Path, documents: list[str], batch_size: int,

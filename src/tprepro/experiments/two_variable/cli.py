@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tprepro.train.files import CURVE_FILE, MODEL_FILE, TRAIN_METRICS
 from tprepro.experiments.two_variable.settings import (TRAIN_BUDGET, TRAIN_DEVICE, TRAIN_SETTINGS, check_two_variable, data_work, evaluate_work,
                                                        train_work)
 from tprepro.experiments import (PIPELINE, COMMON, EVALUATION, INTERPRETING, MODEL_CODE, PUBLISHING, SHARED_OPTIONS, TRAINING,
@@ -81,9 +82,9 @@ EXPERIMENT = Experiment(
                             f"--out {MODEL} --checkpoints two_variable/checkpoints/{RUN}",
                             matrix=RUNS,
                             deps=(TRAIN, VOCAB, TEST),
-                            outs=(f"{MODEL}/model.pt",),
-                            results=(f"{MODEL}/train_metrics.json",),
-                            plots=(learning_curve(f"{MODEL}/learning_curve.csv", TITLE),)),)),
+                            outs=(f"{MODEL}/{MODEL_FILE}",),
+                            results=(f"{MODEL}/{TRAIN_METRICS}",),
+                            plots=(learning_curve(f"{MODEL}/{CURVE_FILE}", TITLE),)),)),
         Stage("two-variable-evaluate", "test accuracy per expression type",
               test_arguments("per-type CSV", test=SHARED_OPTIONS["test"].at(TEST)), _evaluate,
               code=(*EVALUATION, "experiments/two_variable/stages.py", "experiments/two_variable/data.py",

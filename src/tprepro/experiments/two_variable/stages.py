@@ -8,16 +8,19 @@ the same dataset-agnostic core as the Mathematics stages (stages.py).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from tprepro.params import TrainConfig, load_params
 from tprepro.params.reads import for_the_record, peek
 from tprepro.experiments.two_variable.settings import TRAIN_BUDGET, TRAIN_DEVICE, two_variable_train
-from tprepro.data.shards import open_dataset
+from tprepro.data.shards import Dataset, open_dataset
 from tprepro.errors import TpreproError
 from tprepro.experiments import mlflow_experiment
-from tprepro.pipeline import (TrainingRun, evaluate_trained, final_losses, heldout_settings, model_config,
-                              publish_table, published_rows, require_model, train_model, training_summaries)
+from tprepro.pipeline import (evaluate_trained, final_losses, model_config, publish_table, published_rows,
+                              require_model, training_summaries)
+
+if TYPE_CHECKING:  # the training module is imported by the train stage alone (its declared code)
+    from tprepro.training import TrainingRun
 
 MODELS = "two_variable.models"
 
@@ -40,15 +43,27 @@ def data_stage(params_path: str, out: Path, vocab_out: Path) -> None:
 def train_stage(params_path: str, name: str, seed: int, train_dir: Path, vocab_path: Path, out: Path,
                 checkpoints: Path, heldout_dir: Path) -> dict:
     """Train one (model, seed); the learning curve scores a sample of `heldout_dir` (the test split)."""
+    from tprepro.training import heldout_settings, train_model
+
     params = load_params(params_path)
     section = params["two_variable"]
     require_model(params_path, peek(section, "models"), name, MODELS)
-    train = two_variable_train(params)
-    heldout = heldout_settings(params, [open_dataset(heldout_dir)], seed, train)
-    return train_model(TrainingRun(
-        name, seed, model_config(params, name, MODELS), TrainConfig.from_params({"train": train}),
-        {"train": open_dataset(train_dir)}, vocab_path, out, checkpoints, mlflow_experiment(params, "two_variable"),
-        data_settings=for_the_record(section["data"]), heldout=heldout))
+    heldout = heldout_settings(params, [open_dataset(heldout_dir)], seed, two_variable_train(params))
+    return train_model(training_run(params, name, seed, {"train": open_dataset(train_dir)}, checkpoints, out,
+                                    vocab_path, heldout=heldout))
+
+
+def training_run(params: dict, name: str, seed: int, datasets: Mapping[str, Dataset], checkpoints: Path,
+                 out: Path | None = None, vocab_path: Path | None = None, codec=None, heldout=None) -> TrainingRun:
+    """One (model, seed) as this experiment trains it, in its train stage and in the benchmarks: the model of
+    two_variable.models, `train:` under `two_variable.train:`, on `datasets` with the vocabulary at `vocab_path`
+    (or `codec`)."""
+    from tprepro.training import TrainingRun
+
+    return TrainingRun(name, seed, model_config(params, name, MODELS),
+                       TrainConfig.from_params({"train": two_variable_train(params)}), dict(datasets), vocab_path, out,
+                       checkpoints, mlflow_experiment(params, "two_variable"),
+                       data_settings=for_the_record(params["two_variable"]["data"]), codec=codec, heldout=heldout)
 
 
 def evaluate_stage(params_path: str, model_dir: Path, test_dir: Path, out: Path) -> None:

@@ -1,7 +1,6 @@
 """Each experiment's training set-up for a benchmark, built from the experiment's own code: its data stage or
-generator (cached), its codec, its model mapping (`pipeline.model_config` under the section its train stage reads)
-and its merged train settings (`two_variable_train`, `n2f_train`, `summarization_train`), plus a held-out sample
-and the experiment's own accuracy.
+generator (cached), its codec, and its `training_run(...)` (the model and merged train settings its train stage
+trains), plus a held-out sample and the experiment's own accuracy.
 
     setup = SETUPS["algolisp"](load_params("params.yaml"), Options(cache=Path("/tmp/cache")))
 """
@@ -22,7 +21,7 @@ from tprepro.data.vocab import build_vocab
 from tprepro.evaluate.evaluate import predict_ids
 from tprepro.experiments.mathematics.modules import INTERPOLATE, TRAIN_SPLITS
 from tprepro.params import TrainConfig, apply_overrides
-from tprepro.pipeline import model_config
+from tprepro.training import TrainingRun
 
 from benchmarks.kit.sample import generate_sample
 
@@ -41,20 +40,43 @@ class Options:
     mathqa_dir: Path | None = None  # MathQA: the folder of dev.json (trained on) and test.json
 
 
+RUN_SEED = 1  # the set-up's run's seed: a benchmark sets its own per run (dataclasses.replace)
+
+
 @dataclass
 class Setup:
-    """What one experiment's benchmark needs: its training data, codec, model, settings and scorers."""
+    """What one experiment's benchmark needs: its training run (untracked, its checkpoints the benchmark's) and
+    scorers."""
 
-    files: list[list[Path]]  # training shards per dataset, as the training stage passes them
-    codec: object  # the experiment's vocabulary (char Vocab, TupleVocab, SubwordCodec)
-    model: object  # ModelConfig
-    config: TrainConfig  # the experiment's merged train settings
+    run: TrainingRun  # the experiment's training_run(...): datasets, codec, model, merged train settings
     heldout: list[tuple[str, str]]  # (question, answer) rows never trained on
     label_of: dict[str, str]  # training question -> module / template / type
     accuracy: Callable[[torch.nn.Module], float] | None  # held-out accuracy of a model, or None
 
+    @property
+    def files(self) -> list[list[Path]]:
+        """Training shards per dataset, as the training stage passes them."""
+        return [ds.files for ds in self.run.datasets.values()]
+
+    @property
+    def codec(self):
+        """The experiment's vocabulary (char Vocab, TupleVocab, SubwordCodec)."""
+        return self.run.codec
+
+    @property
+    def model(self):
+        """The model's ModelConfig."""
+        return self.run.model
+
+    @property
+    def config(self) -> TrainConfig:
+        """The experiment's merged train settings."""
+        return self.run.config
+
 
 def mathematics(params: dict, options: Options) -> Setup:
+    from tprepro.experiments.mathematics.stages import training_run
+
     modules = params["grid"]["modules"]
     cache = options.cache / f"mathematics-n{options.per_module}-t{options.heldout}-s{options.data_seed}"
     generate_sample(cache, modules, options.per_module, 1000, options.data_seed, splits=(*TRAIN_SPLITS, INTERPOLATE),
@@ -65,15 +87,13 @@ def mathematics(params: dict, options: Options) -> Setup:
     heldout = [(r["question"], r["answer"]) for ds in tests for r in iter_rows(ds)]
     label_of = {r["question"]: m for (_, m), ds in train.items() for r in iter_rows(ds, columns=("question",))}
     name = options.model or params["grid"]["models"][0]
-    return Setup([ds.files for ds in train.values()], vocab, model_config(params, name),
-                 TrainConfig.from_params(params),
-                 heldout, label_of, exact_match(vocab, heldout, params["evaluate"]["max_answer_length"]))
+    run = training_run(params, name, RUN_SEED, {f"{s}/{m}": ds for (s, m), ds in train.items()}, None, codec=vocab)
+    return Setup(run, heldout, label_of, exact_match(vocab, heldout, params["evaluate"]["max_answer_length"]))
 
 
 def two_variable(params: dict, options: Options) -> Setup:
     from tprepro.experiments.two_variable.data import TEST, TRAIN, write_two_variable
-    from tprepro.experiments.two_variable.settings import two_variable_train
-    from tprepro.experiments.two_variable.stages import MODELS
+    from tprepro.experiments.two_variable.stages import training_run
 
     data = params["two_variable"]["data"]
     cache = options.cache / f"two_variable-n{data['size']}-s{data['seed']}"
@@ -85,15 +105,13 @@ def two_variable(params: dict, options: Options) -> Setup:
     heldout = [(r["question"], r["answer"]) for r in iter_rows(test)][: options.heldout * 10]
     label_of = {r["question"]: r["module"] for r in iter_rows(train, columns=("question", "module"))}
     name = options.model or next(iter(params["two_variable"]["models"]))
-    return Setup([train.files], vocab, model_config(params, name, MODELS),
-                 TrainConfig.from_params({"train": two_variable_train(params)}), heldout, label_of,
+    return Setup(training_run(params, name, RUN_SEED, {"train": train}, None, codec=vocab), heldout, label_of,
                  exact_match(vocab, heldout, params["evaluate"]["max_answer_length"]))
 
 
 def n2f(task: str):
     def setup(params: dict, options: Options) -> Setup:
-        from tprepro.experiments.n2f.settings import n2f_train
-        from tprepro.experiments.n2f.stages import VOCAB_FILE, data_stage, predict_programs
+        from tprepro.experiments.n2f.stages import VOCAB_FILE, data_stage, predict_programs, training_run
         from tprepro.experiments.n2f.tasks import TEST, TRAIN, get_task
         from tprepro.experiments.n2f.tuple_vocab import TupleVocab
 
@@ -128,17 +146,15 @@ def n2f(task: str):
             return next(r["accuracy"] for r in rows if r["split"] == split and r["module"] == metric.metric)
 
         name = options.model or params["n2f"]["models"][0]
-        return Setup([open_dataset(cache / TRAIN).files], codec, model_config(params, name, f"n2f.{task}.models"),
-                     TrainConfig.from_params({"train": n2f_train(params, task)}),
-                     [(r["question"], r["answer"]) for r in test_rows], label_of, accuracy)
+        run = training_run(params, task, name, RUN_SEED, {"train": open_dataset(cache / TRAIN)}, None, None, codec)
+        return Setup(run, [(r["question"], r["answer"]) for r in test_rows], label_of, accuracy)
 
     return setup
 
 
 def summarization(params: dict, options: Options) -> Setup:
     from tprepro.experiments.summarization import TEST, TRAIN
-    from tprepro.experiments.summarization.settings import summarization_train
-    from tprepro.experiments.summarization.stages import MODELS, corpus_stage, data_stage, load_codec
+    from tprepro.experiments.summarization.stages import corpus_stage, data_stage, load_codec, training_run
 
     dataset = next(iter(params["summarization"]["datasets"]))
     cache = options.cache / f"summarization-{params['summarization']['corpus']['max_examples']}"
@@ -153,9 +169,9 @@ def summarization(params: dict, options: Options) -> Setup:
     train = open_dataset(cache / dataset / TRAIN)
     heldout = [(r[columns[0]], r[columns[1]]) for r in iter_rows(open_dataset(cache / dataset / TEST), columns)]
     name = options.model or next(iter(params["summarization"]["models"]))
-    return Setup([train.files], codec, model_config(params, name, MODELS),
-                 TrainConfig.from_params({"train": summarization_train(params)}), heldout[: options.heldout * 10],
-                 {r[columns[0]]: dataset for r in iter_rows(train, columns)}, None)
+    run = training_run(params, dataset, name, RUN_SEED, {"train": train}, None, None, cache / dataset)
+    return Setup(run, heldout[: options.heldout * 10], {r[columns[0]]: dataset for r in iter_rows(train, columns)},
+                 None)
 
 
 SETUPS: dict[str, Callable[[dict, Options], Setup]] = {

@@ -1,5 +1,5 @@
 """What the benchmarks that time real `tprepro` jobs share: the options naming the measurement they write
-(tprepro.plan.speeds owns its format) and one job run through the timing wrapper."""
+(tprepro.plan.speeds owns its format), one job run through the timing wrapper, and the bytes a job left."""
 
 from __future__ import annotations
 
@@ -29,3 +29,8 @@ def timed_job(argv: list[str], times: Path, tprepro: str, cwd: Path | None = Non
     environment = {**os.environ, "TPREPRO_REAL": tprepro, "TPREPRO_JOB_TIMES": str(times), **env}
     subprocess.run(["bash", str(TIMED), *argv], cwd=cwd, env=environment, check=True, stdout=subprocess.DEVNULL)
     return json.loads(times.read_text(encoding="utf-8").splitlines()[-1])["cpu_s"]
+
+
+def folder_bytes(path: Path) -> int:
+    """The bytes of a job's output: a file's, or the sum of a folder's files."""
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.is_dir() else path.stat().st_size
