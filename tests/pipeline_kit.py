@@ -5,6 +5,7 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 
@@ -72,23 +73,30 @@ def check_results(root, params) -> None:
 DECLARATIONS = re.compile(r"cli\.py|experiments/__init__\.py|experiments/\w+/cli\.py")
 
 
-def undeclared_code(audit_log) -> dict[str, list[str]]:
-    """{stage: project files whose code its commands ran that its Stage.code does not cover} from the file the
-    commands appended to (tprepro.audit): modules imported after the command line started and files whose functions
-    were called, DECLARATIONS left out."""
-    from pathlib import Path
+def stage_entries(audit_log):
+    """The TPREPRO_AUDIT_LOG entries of stage commands (validate, dvc-yaml and other tools left out)."""
+    from tprepro.experiments import experiment_of
 
-    import tprepro
-    from tprepro.experiments import code_files, experiment_of
-
-    package = Path(tprepro.__file__).resolve().parent
-    missing: dict[str, set[str]] = {}
     for line in Path(audit_log).read_text().splitlines():
         entry = json.loads(line)
         try:
             experiment_of(entry["command"])
-        except KeyError:  # not a stage (validate, dvc-yaml, ...)
+        except KeyError:  # not a stage
             continue
+        yield entry
+
+
+def undeclared_code(audit_log) -> dict[str, list[str]]:
+    """{stage: project files whose code its commands ran that its Stage.code does not cover} from the file the
+    commands appended to (tprepro.audit): modules imported after the command line started and files whose functions
+    were called, DECLARATIONS left out."""
+
+    import tprepro
+    from tprepro.experiments import code_files
+
+    package = Path(tprepro.__file__).resolve().parent
+    missing: dict[str, set[str]] = {}
+    for entry in stage_entries(audit_log):
         declared = {Path(f).relative_to(package).as_posix() for f in code_files(entry["command"], str(package))}
         left = {file for file in entry["code"] if not DECLARATIONS.fullmatch(file)} - declared
         if left:
@@ -119,20 +127,14 @@ def misdeclared_params(audit_log, params: dict) -> dict[str, dict[str, list[str]
     job's command line); a Layered entry's override sections are read for its keys only; READ_SOMETIMES names the
     keys read only under other settings."""
     import re
-    from pathlib import Path
 
-    from tprepro.experiments import experiment_of, stage
+    from tprepro.experiments import stage
     from tprepro.params.layered import Layered
     from tprepro.params.references import setting
 
     undeclared: dict[str, set[str]] = {}
     coverage: dict[tuple[str, str], list[set[str] | None]] = {}  # (stage, key) -> each job's unread keys under it
-    for line in Path(audit_log).read_text().splitlines():
-        entry = json.loads(line)
-        try:
-            experiment_of(entry["command"])
-        except KeyError:  # not a stage (validate, dvc-yaml, ...)
-            continue
+    for entry in stage_entries(audit_log):
         declared = stage(entry["command"])
         reads, argv = set(entry["params"]), entry["argv"]
         names = {name: argv[argv.index(flag) + 1] for name, flag in _FLAGS.items() if flag in argv}

@@ -59,7 +59,8 @@ class Project:
         return Project(dest, self.params)
 
 
-def finished_project(tmp_path_factory, generate_python) -> Project:
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory, generate_python) -> Project:
     """The micro project run to the end by Snakemake and recorded for DVC (`make dvc-commit`), in a git commit:
     built once per test session and shared by its xdist workers (the first builds it under a lock, the others
     wait and read it; tests change copies only). A failed build is reported to every worker, not built again."""

@@ -13,12 +13,10 @@ import torch
 from pipeline_kit import dvc, run, snakemake
 from rerun_oracle import (
     NOTHING,
-    Project,
     check_nothing_planned,
     check_plans,
     check_runs_converge,
     dvc_plans,
-    finished_project,
     readers,
 )
 
@@ -26,11 +24,6 @@ from tprepro.job_graph import jobs
 from tprepro.train.checkpoint import load_checkpoint, save_checkpoint
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def finished(tmp_path_factory, generate_python) -> Project:
-    return finished_project(tmp_path_factory, generate_python)
 
 
 # --- new content at each tier, accepted for DVC as its stage's output (`dvc commit`), as a retrain elsewhere is

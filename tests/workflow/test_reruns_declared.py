@@ -15,16 +15,10 @@ from rerun_oracle import (
     check_plans,
     check_runs_converge,
     declaring,
-    finished_project,
     running,
 )
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def finished(tmp_path_factory, generate_python) -> Project:
-    return finished_project(tmp_path_factory, generate_python)
 
 
 # --- settings: one key of each section a stage reads
