@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tprepro.plan.speeds import BENCHMARKS
 
-TIMED = Path(__file__).resolve().parent / "timed_tprepro.sh"
+TIMED = Path(__file__).resolve().parents[1] / "timed_tprepro.sh"
 
 
 def measurement_arguments(parser: argparse.ArgumentParser, commit_required: bool = True) -> None:

@@ -94,14 +94,6 @@ def test_status_sees_every_training_however_its_stderr_is_routed(tmp_path):
                               rf"\[{PROGRESS}/transformer-s{seed}\.log\]$", everything, flags=re.M)) == 1, everything
     assert "4 finished" in everything and len(everything.strip().splitlines()) == 5, everything
 
-    # the same job name trained again as Snakemake runs it (stderr to its log): each line names its run apart
-    (workspace / "logs" / "train").mkdir()
-    with open(workspace / "logs" / "train" / "transformer-s1.log", "w") as log:
-        subprocess.run(train_command(workspace, workspace / "again"), cwd=workspace, env=tool_env(), stdout=log,
-                       stderr=subprocess.STDOUT, check=True, timeout=600)
-    named = [line.split(": ")[0] for line in status(workspace, "--all").splitlines() if "finished at" in line]
-    assert sorted(named) == ["progress/tprepro-mathematics/transformer-s1", "train/transformer-s1"], named
-
 
 READ_BYTES = ("import sys\nfrom tprepro.cli import main\nmain(['status', '--logs', sys.argv[1], '--all'])\n"
               "print('rchar', next(line.split()[1] for line in open('/proc/self/io') if line.startswith('rchar')))\n")
