@@ -66,6 +66,14 @@ def test_a_model_folder_that_does_not_exist_is_named_as_missing(capsys, tmp_path
     assert "no trained model here" not in err
 
 
+def test_a_mistyped_model_folder_names_the_model_folders_beside_it(capsys, tmp_path):
+    models = tmp_path / "n2f/models/algolisp"
+    (models / "tp_n2f-s1").mkdir(parents=True)
+    (models / "tp_n2f-s1" / "model.pt").write_bytes(b"")
+    status, _, err = evaluate(capsys, tmp_path, models / "tp_n2f-s2")
+    assert status == 2 and err.rstrip().endswith(f"give a trained model's folder, one of: {models}/tp_n2f-s1"), err
+
+
 def test_a_folder_of_model_folders_names_them(capsys, tmp_path):
     models = tmp_path / "mathematics/models"
     for run_name in ("transformer-s1", "tp_transformer-s1"):

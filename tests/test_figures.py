@@ -57,7 +57,7 @@ def test_two_models_that_hash_alike_still_get_two_colours():
 
 
 def test_a_title_that_runs_off_the_canvas_is_caught(tmp_path, saved_figures):
-    from conftest import texts_off_the_canvas
+    from figure_checks import texts_off_the_canvas
     from tprepro.figures import plt
 
     fig, ax = plt.subplots(figsize=(3, 2))

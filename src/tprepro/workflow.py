@@ -71,8 +71,10 @@ def settle_output_times(params: dict, workflow) -> None:
 
 
 def made_in_order(params: dict, folder: Path = CODE_DIGESTS) -> list:
-    """The stages' code digests, then every job's outputs with what they are made from (the outputs of the jobs
-    it reads, its code digest), each job after those it reads (tprepro.output_times.Made)."""
+    """The stages' code digests and the project's own files a job reads (no job writes them: the report's
+    captions), then every job's outputs with what they are made from (the outputs of the jobs it reads, the
+    project's own files, its code digest), each job after those it reads (tprepro.output_times.Made). The
+    own files are settled as outputs are: a copy of the project gives them new times, not new content."""
     from graphlib import TopologicalSorter
 
     from tprepro.job_graph import upstream
@@ -88,8 +90,9 @@ def made_in_order(params: dict, folder: Path = CODE_DIGESTS) -> list:
         external = (dep for dep in job.deps if dep not in written)
         return (*(out for writer in before[job] for out in writer.outputs), *external, digests[job.stage])
 
+    own = {dep for job in all_jobs for dep in job.deps if dep not in written}
     ordered = TopologicalSorter({job: before[job] for job in all_jobs}).static_order()
-    return [*(Made((digest,)) for digest in sorted(set(digests.values()))),
+    return [*(Made((path,)) for path in sorted({*digests.values(), *own})),
             *(Made(job.outputs, inputs(job)) for job in ordered)]
 
 

@@ -121,10 +121,11 @@ def test_two_variable_aut_and_tp_n2f_through_the_cli(tmp_path):
     assert len(members) == 4 and members["size"].sum() >= 4
     assert "interpret/algolisp/unbinding_clusters.png" in artifacts(root, root / "n2f" / "models" / "algolisp" / "tp_n2f-s1")
 
-    lstm_decoder = tprepro_fails(root, "interpret-n2f", "--task", "algolisp", "--model-dir",
-                                 "n2f/models/algolisp/tp_n2f_missing", "--test", "data/n2f/algolisp/test",
-                                 "--out", "n2f/interpret/other")
-    assert "n2f/models/algolisp/tp_n2f_missing/train_metrics.json: missing" in lstm_decoder
+    missing = tprepro_fails(root, "interpret-n2f", "--task", "algolisp", "--model-dir",
+                            "n2f/models/algolisp/tp_n2f_missing", "--test", "data/n2f/algolisp/test",
+                            "--out", "n2f/interpret/other")
+    assert "n2f/models/algolisp/tp_n2f_missing: no such model folder (does not exist" in missing
+    assert missing.rstrip().endswith("one of: n2f/models/algolisp/tp_n2f-s1")  # the model folders beside it
     assert not (root / "n2f" / "interpret" / "other").exists()
 
 

@@ -112,9 +112,8 @@ def test_outputs_restored_by_dvc_checkout_plan_nothing(finished, tmp_path, gener
     check_nothing_planned(project, generate_python)
 
 
-@pytest.mark.xfail(strict=True, reason="known gap: the report stage reads workflow/report (captions), an input no job "
-                   "writes, so the output-time ledger does not settle it: a cp -r plans the report job (only it)")
 def test_a_copy_of_the_project_plans_nothing(finished, tmp_path, generate_python):
+    """`cp -r` without times: outputs and the report's captions (no job writes them) get their times back."""
     check_nothing_planned(finished.copy(tmp_path / "project", keep_times=False), generate_python)
 
 

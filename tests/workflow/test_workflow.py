@@ -163,3 +163,33 @@ def test_rule_all_asks_for_the_report_which_reads_every_table_and_interpretation
     report = next(node for node in nodes if node.stage == "report")
     assert {"tables", "two-variable-tables", "n2f-tables", "summarization-tables", "interpret-mathematics",
             "interpret-reconstruction", "interpret-two-variable"} <= upstream_stages(report, nodes)
+
+
+def test_the_projects_own_files_a_job_reads_are_settled_like_outputs(tmp_path, monkeypatch):
+    """The report reads workflow/report (its captions), which no job writes: `cp -r` of the project (new times,
+    the same captions) gives the folder its recorded time back, so the report does not rerun; an edited caption
+    moves it forward (Snakemake reads the folder's own mtime, which an edit in place leaves), so it does."""
+    import subprocess
+
+    from tprepro.output_times import Made, settle
+    from tprepro.workflow import made_in_order
+
+    monkeypatch.chdir(tmp_path)
+    subprocess.run(["cp", "-rp", str(REPO / "workflow"), "workflow"], check=True)
+    made = made_in_order(load_default_params())
+    own = made.index(Made(("workflow/report",)))
+    assert own < min(index for index, job in enumerate(made) if job.inputs)  # settled before any job reads it
+    settle(made)
+    recorded = os.stat("workflow/report").st_mtime_ns
+
+    shutil.rmtree("workflow")
+    time.sleep(0.01)
+    subprocess.run(["cp", "-r", str(REPO / "workflow"), "workflow"], check=True)  # new times
+    assert os.stat("workflow/report").st_mtime_ns > recorded
+    settle(made)
+    assert os.stat("workflow/report").st_mtime_ns == recorded
+
+    with open("workflow/report/workflow.rst", "a", encoding="utf-8") as caption:
+        caption.write("\nAn edited introduction.\n")
+    settle(made)
+    assert os.stat("workflow/report").st_mtime_ns > recorded

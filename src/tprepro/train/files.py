@@ -22,17 +22,25 @@ def progress_log(experiment: str, job: str) -> Path:
 
 def no_trained_model(model_dir: Path, missing: str = MODEL_FILE) -> TpreproError:
     """The error for a `--model-dir` that lacks `missing`: a folder that does not exist is named as
-    missing, a folder of model folders (e.g. mathematics/models) names them, any other says to train first."""
+    missing (with the model folders beside it, if any), a folder of model folders (e.g. mathematics/models)
+    names them, any other says to train first."""
     model_dir = Path(model_dir)
     if not model_dir.is_dir():
         what = "is a file, not a folder" if model_dir.exists() else "does not exist"
         parent = next((folder for folder in model_dir.parents if folder.is_dir()), Path("."))
+        beside = _model_folders(parent)
         return TpreproError(f"{model_dir}: no such model folder ({what}; the nearest folder that exists is "
-                            f"{parent}/); give a trained model's folder, e.g. mathematics/models/transformer-s1")
-    models = sorted(folder for folder in model_dir.iterdir() if (folder / MODEL_FILE).is_file())
+                            f"{parent}/); give a trained model's folder"
+                            + (f", one of: {beside}" if beside else ", e.g. mathematics/models/transformer-s1"))
+    models = _model_folders(model_dir)
     if models:
-        shown = ", ".join(str(folder) for folder in models[:MODEL_FOLDERS_SHOWN])
-        more = f" and {len(models) - MODEL_FOLDERS_SHOWN} more" if len(models) > MODEL_FOLDERS_SHOWN else ""
         return TpreproError(f"{model_dir} holds model folders, not a model: give one of them as --model-dir: "
-                            f"{shown}{more}")
+                            f"{models}")
     return TpreproError(f"{model_dir / missing}: no trained model here (run the train stage first)")
+
+
+def _model_folders(folder: Path) -> str:
+    """The model folders in `folder`, the first MODEL_FOLDERS_SHOWN of them named ("" if none)."""
+    models = sorted(child for child in folder.iterdir() if (child / MODEL_FILE).is_file())
+    more = f" and {len(models) - MODEL_FOLDERS_SHOWN} more" if len(models) > MODEL_FOLDERS_SHOWN else ""
+    return ", ".join(str(child) for child in models[:MODEL_FOLDERS_SHOWN]) + more

@@ -112,9 +112,11 @@ def readme_compare() -> list[str]:
 
 
 def rules_of(experiment: str) -> set[str]:
+    """The rules a setting of `experiment` may rerun: its own stages' and the HTML report's, which shows
+    every experiment's outputs."""
     from tprepro.experiments import experiments
 
-    return {stage.rule for stage in experiments()[experiment].stages}
+    return {stage.rule for name in (experiment, "html_report") for stage in experiments()[name].stages}
 
 
 def active_runs(root) -> int:
