@@ -13,6 +13,7 @@ import torch
 from pipeline_kit import dvc, run, snakemake
 from rerun_oracle import (
     NOTHING,
+    Project,
     check_nothing_planned,
     check_plans,
     check_runs_converge,
@@ -20,7 +21,7 @@ from rerun_oracle import (
     readers,
 )
 
-from tprepro.job_graph import jobs
+from tprepro.job_graph import Job, jobs
 from tprepro.train.checkpoint import load_checkpoint, save_checkpoint
 
 pytestmark = pytest.mark.slow
@@ -71,19 +72,38 @@ def _new_model(root: Path) -> str:
 
 
 CONTENT = {"shard": _new_shard, "vocab": _new_vocab, "model": _new_model}
+RUN_TOGETHER = ("shard", "vocab")  # each retrains every Mathematics model: run to the end once, together
+
+
+def with_new_content(finished: Project, tmp_path: Path, generate_python, tiers) -> tuple[Project, set[Job]]:
+    """A copy of the finished project with new content at `tiers`, each accepted for DVC as its stage's output
+    (`dvc commit`, as after a retrain elsewhere); and the jobs that read it."""
+    project = finished.copy(tmp_path / "project")
+    changed = {CONTENT[tier](project.root) for tier in tiers}
+    for changed_path in sorted(changed):
+        (writer,) = [job for job in jobs(project.params) if changed_path in job.outputs]
+        dvc(project.root, generate_python, "commit", "--force", writer.dvc_name)
+    return project, readers(project.params, changed)
 
 
 @pytest.mark.parametrize("tier", CONTENT)
-def test_new_content_reruns_what_reads_it(finished, tmp_path, generate_python, tier):
-    project = finished.copy(tmp_path / "project")
-    changed_path = CONTENT[tier](project.root)
-    (writer,) = [job for job in jobs(project.params) if changed_path in job.outputs]
-    dvc(project.root, generate_python, "commit", "--force", writer.dvc_name)  # the new content is the stage's
-    check_plans(project, generate_python, readers(project.params, {changed_path}))
+def test_new_content_plans_the_jobs_that_read_it(finished, tmp_path, generate_python, tier):
+    project, changed = with_new_content(finished, tmp_path, generate_python, [tier])
+    check_plans(project, generate_python, changed)
+
+
+def test_new_data_and_vocabulary_run_to_the_end_and_converge(finished, tmp_path, generate_python):
+    project, changed = with_new_content(finished, tmp_path, generate_python, RUN_TOGETHER)
+    check_plans(project, generate_python, changed)
     check_runs_converge(project, tmp_path, generate_python)
-    if tier == "model":  # the evaluation wrote the same bytes: given its old time back it would rerun forever
-        evaluation = project.root / "mathematics/eval/tp_transformer-s1.csv"
-        assert evaluation.read_bytes() == (finished.root / "mathematics/eval/tp_transformer-s1.csv").read_bytes()
+
+
+def test_a_new_model_with_the_same_evaluation_runs_to_the_end_and_converges(finished, tmp_path, generate_python):
+    """The evaluation writes the same bytes: given its old time back it would rerun forever (issue 54, case 2)."""
+    project, changed = with_new_content(finished, tmp_path, generate_python, ["model"])
+    check_runs_converge(project, tmp_path, generate_python)
+    evaluation = "mathematics/eval/tp_transformer-s1.csv"
+    assert (project.root / evaluation).read_bytes() == (finished.root / evaluation).read_bytes()
 
 
 # --- what leaves content alone plans nothing
@@ -117,16 +137,21 @@ def test_a_copy_of_the_project_plans_nothing(finished, tmp_path, generate_python
     check_nothing_planned(finished.copy(tmp_path / "project", keep_times=False), generate_python)
 
 
-@pytest.mark.parametrize("ledger", [None, b'{"data/vocab.json": {"dig', b"[1, 2, 3]",
-                                    b'{"data/vocab.json": "a string"}'], ids=["deleted", "truncated", "list", "entry"])
-def test_a_lost_or_damaged_ledger_plans_nothing(finished, tmp_path, generate_python, ledger):
+DAMAGED_LEDGERS = {"truncated": b'{"data/vocab.json": {"dig', "list": b"[1, 2, 3]",
+                   "entry": b'{"data/vocab.json": "a string"}'}
+
+
+def test_a_lost_or_damaged_ledger_plans_nothing(finished, tmp_path, generate_python):
+    """The ledger only gives times back (DVC never reads it): lost, or damaged in any way, Snakemake plans nothing;
+    a damaged one is named and started again (issue 54, case 3)."""
     project = finished.copy(tmp_path / "project")
     path = project.root / ".snakemake/tprepro/output_times.json"
-    path.unlink() if ledger is None else path.write_bytes(ledger)
-    out = snakemake(project.root, generate_python, "-n")
-    assert NOTHING in out
-    if ledger is not None and ledger.startswith((b"[", b'{"data/vocab.json": "')):
-        assert f"{path.relative_to(project.root)}: not a ledger" in out  # named, and started again
+    for name, damaged in DAMAGED_LEDGERS.items():
+        path.write_bytes(damaged)
+        out = snakemake(project.root, generate_python, "-n")
+        named = "unreadable" if name == "truncated" else "not a ledger"
+        assert NOTHING in out and f"{path.relative_to(project.root)}: {named}" in out, (name, out[-2000:])
+    path.unlink()
     check_nothing_planned(project, generate_python)
 
 

@@ -135,7 +135,7 @@ def project(tmp_path):
 
 def test_snakemake_pipeline_end_to_end(project, generate_python):
     root, params = project
-    snakemake(root, generate_python)  # what each stage runs and reads: tests/workflow/test_reruns.py
+    snakemake(root, generate_python)  # what each stage runs and reads: tests/workflow/rerun_oracle.py
     check_results(root, params)
     check_mlflow(root, params)
 
