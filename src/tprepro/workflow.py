@@ -86,14 +86,15 @@ def made_in_order(params: dict, folder: Path = CODE_DIGESTS) -> list:
     written |= {str(parent) for output in written for parent in Path(output).parents}  # folders holding outputs
     digests = {job.stage: str(folder / f"{job.stage}.sha256") for job in all_jobs}
 
-    def inputs(job) -> tuple[str, ...]:
-        external = (dep for dep in job.deps if dep not in written)
-        return (*(out for writer in before[job] for out in writer.outputs), *external, digests[job.stage])
+    def own(job) -> tuple[str, ...]:
+        return tuple(dep for dep in job.deps if dep not in written)
 
-    own = {dep for job in all_jobs for dep in job.deps if dep not in written}
+    def inputs(job) -> tuple[str, ...]:
+        return (*(out for writer in before[job] for out in writer.outputs), *own(job), digests[job.stage])
+
     ordered = TopologicalSorter({job: before[job] for job in all_jobs}).static_order()
-    return [*(Made((path,)) for path in sorted({*digests.values(), *own})),
-            *(Made(job.outputs, inputs(job)) for job in ordered)]
+    settled_first = {*digests.values(), *(path for job in all_jobs for path in own(job))}
+    return [*(Made((path,)) for path in sorted(settled_first)), *(Made(job.outputs, inputs(job)) for job in ordered)]
 
 
 def settings(stage: str, params: dict) -> dict:
