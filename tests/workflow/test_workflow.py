@@ -193,4 +193,3 @@ def test_the_projects_own_files_a_job_reads_are_settled_like_outputs(tmp_path, m
         caption.write("\nAn edited introduction.\n")
     settle(made)
     assert os.stat("workflow/report").st_mtime_ns > recorded
-
