@@ -100,7 +100,7 @@ def test_new_data_and_vocabulary_run_to_the_end_and_converge(finished, tmp_path,
 
 def test_a_new_model_with_the_same_evaluation_runs_to_the_end_and_converges(finished, tmp_path, generate_python):
     """The evaluation writes the same bytes: given its old time back it would rerun forever (issue 54, case 2)."""
-    project, changed = with_new_content(finished, tmp_path, generate_python, ["model"])
+    project, _ = with_new_content(finished, tmp_path, generate_python, ["model"])
     check_runs_converge(project, tmp_path, generate_python)
     evaluation = "mathematics/eval/tp_transformer-s1.csv"
     assert (project.root / evaluation).read_bytes() == (finished.root / evaluation).read_bytes()
