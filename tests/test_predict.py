@@ -120,10 +120,11 @@ def test_a_training_run_logs_its_model_under_logged_models(model_dir, tmp_path, 
     assert [(m.name, m.model_type, m.status) for m in logged] == [("model", "pyfunc", LoggedModelStatus.READY)]
     outputs = client.get_run(run.run_id).outputs.model_outputs  # what the run page lists
     assert logged[0].model_id in [output.model_id for output in outputs]
-    previous = mlflow.get_tracking_uri()
-    mlflow.set_tracking_uri(local_uri())
-    try:
-        answers = mlflow.pyfunc.load_model(f"runs:/{run.run_id}/model").predict(QUESTIONS)
-    finally:
-        mlflow.set_tracking_uri(previous)
+    # `runs:/` resolves in the local store: MLflow's global URI and the variable mlflow.set_tracking_uri would
+    # set for subprocesses, both put back after the test (a leaked variable sent later tests' `make ui` here)
+    from mlflow.tracking._tracking_service import utils as tracking_uri
+
+    monkeypatch.setattr(tracking_uri, "_tracking_uri", local_uri())
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", local_uri())
+    answers = mlflow.pyfunc.load_model(f"runs:/{run.run_id}/model").predict(QUESTIONS)
     assert answers == [{"question": q, "answer": a} for q, a in zip(QUESTIONS, predict(model, vocab, QUESTIONS, 64, 64))]
