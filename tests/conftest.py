@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 from figure_checks import texts_off_the_canvas
+from finished_project import finished  # noqa: F401  (a fixture: the micro project run to the end once per session)
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import shlex
 import shutil
 from pathlib import Path
 
@@ -146,7 +147,7 @@ def write_params(path: Path, params: dict) -> Path:
 _GENERATED_TOP = {".git", ".venv", ".venv-gen", "data", "mathematics", "logs", ".snakemake", "mlartifacts",
                   "two_variable", "n2f", "benchmarks"}
 _GENERATED_RESULTS = {"tables", "figures", "n2f", "interpret", "summarization", "benchmarks", "screenshots"}
-_CACHES = shutil.ignore_patterns("mlflow.db*", "__pycache__", "*.egg-info", ".pytest_cache")
+_CACHES = shutil.ignore_patterns("mlflow.db*", "__pycache__", "*.egg-info", ".pytest_cache", ".ruff_cache")
 
 
 def _ignore(directory: str, names: list[str]) -> set[str]:
@@ -162,6 +163,13 @@ def copy_project(dest: Path) -> Path:
     """The repository's tracked-looking files (no venvs, data or results) in `dest`."""
     shutil.copytree(REPO, dest, ignore=_ignore, symlinks=True, dirs_exist_ok=True)
     return dest
+
+
+def readme_compare_line() -> list[str]:
+    """README's `tprepro compare` line, as arguments."""
+    (line,) = [line.split("#")[0].strip() for line in (REPO / "README.md").read_text().splitlines()
+               if line.startswith("tprepro compare")]
+    return shlex.split(line)
 
 
 def experiment_name(params: dict, experiment: str = "mathematics") -> str:

@@ -41,6 +41,15 @@ def dvc(root, generate_python, *args) -> str:
     return run([sys.executable, "-m", "dvc", *args], root, generate_python)
 
 
+NOTHING = "Nothing to be done"  # a Snakemake run or dry run with no job
+
+
+def dvc_plans(root, generate_python) -> set[str]:
+    """The stages `dvc status` names (matrix stages as `name@values`)."""
+    shown = dvc(root, generate_python, "status", "--json").strip().splitlines()[-1]
+    return set(json.loads(shown))
+
+
 def planned_jobs(dry_run_output: str) -> dict[str, int]:
     """The 'Job stats' table of a Snakemake dry run as {rule: count}."""
     lines = dry_run_output.split("Job stats:", 1)[1].splitlines()[3:]

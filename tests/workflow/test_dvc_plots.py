@@ -9,14 +9,13 @@ and `dvc metrics show` names experiment, metric and model."""
 
 import json
 import re
-import shlex
 import subprocess
 import sys
 
 import pandas as pd
 import pytest
 
-from helpers import chromium, copy_project, tool_env
+from helpers import chromium, copy_project, readme_compare_line, tool_env
 
 MODELS = ("transformer", "tp_transformer")
 
@@ -141,15 +140,6 @@ def every_headline(root) -> set[str]:
     for name, (label, columns) in headlines.items():
         write_metrics(headline_metrics([{"model": "tp_x", "x": 0.5}], label, columns), root / "results" / name)
     return {f"{label}.{metric}.tp_x" for label, columns in headlines.values() for metric in columns}
-
-
-def readme_compare_line() -> list[str]:
-    """README's `tprepro compare` line, as arguments."""
-    from helpers import REPO
-
-    (line,) = [line.split("#")[0].strip() for line in (REPO / "README.md").read_text().splitlines()
-               if line.startswith("tprepro compare")]
-    return shlex.split(line)
 
 
 def test_the_readmes_compare_line_shows_every_headline_and_only_changed_settings(tmp_path):

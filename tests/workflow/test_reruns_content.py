@@ -5,21 +5,18 @@ plans nothing; an older experiment applied is up to date for both tools (tests/w
 
 from __future__ import annotations
 
+import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 import torch
-from pipeline_kit import dvc, run, snakemake
-from rerun_oracle import (
-    NOTHING,
-    Project,
-    check_nothing_planned,
-    check_plans,
-    check_runs_converge,
-    dvc_plans,
-    readers,
-)
+import yaml
+from finished_project import Project
+from helpers import readme_compare_line
+from pipeline_kit import NOTHING, dvc, dvc_plans, run, snakemake
+from rerun_oracle import check_nothing_planned, check_plans, check_runs_converge, readers
 
 from tprepro.job_graph import Job, jobs
 from tprepro.train.checkpoint import load_checkpoint, save_checkpoint
@@ -156,17 +153,63 @@ def test_a_lost_or_damaged_ledger_plans_nothing(finished, tmp_path, generate_pyt
 
 
 def test_an_older_experiment_applied_is_up_to_date_for_both_tools(finished, tmp_path, generate_python):
-    """`dvc exp save -n baseline; dvc exp run -S train.steps=…; dvc exp apply baseline`, then `dvc repro` and
-    Snakemake: both complete with the baseline's tables, byte for byte, and nothing to do (issue 54, case 1: the
-    evaluations' digests came back with them, where the tables stage refused them and DVC deleted Table 1)."""
+    """`dvc exp save -n baseline; dvc exp run -S train.steps=…`, both compared as README says, `dvc exp apply
+    baseline`, then `dvc repro` and Snakemake: both complete with the baseline's tables, byte for byte, and nothing
+    to do (issue 54, case 1: the evaluations' digests came back with them, where the tables stage refused them and
+    DVC deleted Table 1)."""
     project = finished.copy(tmp_path / "project")
-    tables = {path: path.read_bytes() for path in sorted((project.root / "results/tables").glob("table1.*"))}
-    dvc(project.root, generate_python, "exp", "save", "-n", "baseline")
-    dvc(project.root, generate_python, "exp", "run", "-S", "train.steps=18")
-    assert (project.root / "results/tables/table1.csv").read_bytes() != tables[project.root / "results/tables/table1.csv"]
-    dvc(project.root, generate_python, "exp", "apply", "baseline")
-    dvc(project.root, generate_python, "repro")
+    root, steps = project.root, project.params["train"]["steps"]
+    tables = {path: path.read_bytes() for path in sorted((root / "results/tables").glob("table1.*"))}
+    dvc(root, generate_python, "exp", "save", "-n", "baseline")
+    baseline = json.loads((root / "results/metrics.json").read_text())
+    dvc(root, generate_python, "exp", "run", "-n", "longer", "-S", f"train.steps={steps + 6}")
+    longer = json.loads((root / "results/metrics.json").read_text())
+    assert (root / "results/tables/table1.csv").read_bytes() != tables[root / "results/tables/table1.csv"]
+    check_experiments_compared(root, generate_python, {"baseline": (baseline, steps), "longer": (longer, steps + 6)})
+
+    dvc(root, generate_python, "exp", "apply", "baseline")  # its numbers, settings and models back
+    shown = json.loads(dvc(root, generate_python, "metrics", "show", "--json").strip().splitlines()[-1])
+    assert shown[""]["data"]["results/metrics.json"]["data"] == baseline
+    assert yaml.safe_load((root / "params.yaml").read_text())["train"]["steps"] == steps
+    assert json.loads((root / "mathematics/models/transformer-s1/train_metrics.json").read_text())["steps"] == steps
+    dvc(root, generate_python, "repro")
     assert {path: path.read_bytes() for path in tables} == tables
-    assert dvc_plans(project.root, generate_python) == set()
-    assert NOTHING in snakemake(project.root, generate_python)
+    assert dvc_plans(root, generate_python) == set()
+    assert NOTHING in snakemake(root, generate_python)
     assert {path: path.read_bytes() for path in tables} == tables
+
+
+def check_experiments_compared(root: Path, generate_python, runs: dict[str, tuple[dict, int]]) -> None:
+    """Two experiments (name: their metrics and steps; the first the older) compared as a DVC user does (README
+    "Comparing runs"): each keeps its own numbers and learning curve, in `dvc exp show`, README's `tprepro compare`
+    line, `dvc metrics diff` and `dvc plots diff`."""
+    (older, (old, old_steps)), (newer, (new, new_steps)) = runs.items()
+    shown = json.loads(dvc(root, generate_python, "exp", "show", "--json").strip().splitlines()[-1])
+    rows = {rev.get("name") or rev["rev"]: rev for commit in shown
+            for rev in [commit, *[r for e in commit.get("experiments") or [] for r in e["revs"]]]}
+    for name, (metrics, _) in runs.items():  # both rows have their own numbers
+        assert rows[name]["data"]["metrics"]["results/metrics.json"]["data"] == metrics, name
+
+    view = run([sys.executable, "-m", "tprepro", *readme_compare_line()[1:]], root, generate_python).splitlines()
+    view = [line for line in view if not line.startswith("WARNING")]  # tprepro's own, for the copied checkout
+    assert {older, newer} <= set(view[0].split()), view[0]  # a column per experiment
+    names = {line.split()[0] for line in view[1:]}
+    assert {"mathematics.train_loss.transformer", "mathematics.interpolation_acc.transformer",
+            "two_variable.overall_acc.ut", "train.steps"} <= names, view  # headlines, the setting that differs
+    assert "train.batch_size" not in names and not [name for name in names if "/" in name], view  # only what differs
+    assert max(map(len, view)) <= 160, "\n".join(view)  # README's line in a 160-column terminal
+
+    diff = json.loads(dvc(root, generate_python, "metrics", "diff", older, "--json").strip().splitlines()[-1])
+    loss = diff["results/metrics.json"]["mathematics.train_loss.transformer"]
+    assert (loss["old"], loss["new"]) == (old["mathematics"]["train_loss"]["transformer"],
+                                          new["mathematics"]["train_loss"]["transformer"])
+    curve = "mathematics/models/transformer-s1/learning_curve.csv"
+    plots = json.loads(dvc(root, generate_python, "plots", "diff", older, "--json", "--targets", curve
+                           ).strip().splitlines()[-1])["data"][curve]
+    points = [(point["rev"], int(point["step"])) for plot in plots for point in plot["content"]["data"]["values"]]
+    assert {rev for rev, _ in points} == {older, "workspace"}  # two curves, each to its own last step
+    assert max(step for rev, step in points if rev == older) == old_steps < max(step for _, step in points) == new_steps
+    dvc(root, generate_python, "plots", "diff", older)  # the page, as README's line writes it
+    assert (root / "dvc_plots/index.html").is_file()
+    status = run(["git", "status", "--porcelain", "--untracked-files=all"], root, generate_python)
+    assert "dvc_plots" not in status, status  # README's `git add -A` would not commit it

@@ -6,20 +6,16 @@ A micro configuration (2 modules, 1 extrapolation module, a few steps) keeps eac
 import contextlib
 import copy
 import json
-import re
-import shlex
 import shutil
 import sqlite3
 import subprocess
-import sys
-from pathlib import Path
 
 import mlflow
 import pytest
-import yaml
 
-from helpers import REPO, copy_project, experiment_name, write_params
-from pipeline_kit import check_results, dvc, micro_params, planned_jobs, run, snakemake
+from finished_project import outputs_as_made
+from helpers import copy_project, experiment_name, write_params
+from pipeline_kit import NOTHING, check_results, dvc, dvc_plans, micro_params, planned_jobs, run, snakemake
 from tprepro.evaluate.answering import answer
 
 pytestmark = pytest.mark.slow
@@ -104,13 +100,6 @@ EACH_EXPERIMENTS_DVC_KEY = {"mathematics": "train.steps=60", "two_variable": "tw
 
 
 
-def readme_compare() -> list[str]:
-    """README's `tprepro compare` line: a column per experiment, the headlines and the settings that differ."""
-    (line,) = [line.split("#")[0] for line in (REPO / "README.md").read_text().splitlines()
-               if line.startswith("tprepro compare")]
-    return shlex.split(line)
-
-
 def rules_of(experiment: str) -> set[str]:
     """The rules a setting of `experiment` may rerun: its own stages' and the HTML report's, which shows
     every experiment's outputs."""
@@ -133,45 +122,30 @@ def project(tmp_path):
     return root, params
 
 
-def test_snakemake_pipeline_end_to_end(project, generate_python):
-    root, params = project
-    snakemake(root, generate_python)  # what each stage runs and reads: tests/workflow/rerun_oracle.py
+def test_snakemake_pipeline_end_to_end(finished, tmp_path, generate_python):
+    """Snakemake's run of the micro project, recorded for DVC as `make run` records it (tests/finished_project.py:
+    the record rewrote no output; each stage ran the code and read the params keys it declares)."""
+    project = finished.copy(tmp_path / "repo")
+    root, params = project.root, project.params
     check_results(root, params)
     check_mlflow(root, params)
-
-    assert "Nothing to be done" in snakemake(root, generate_python, "-n")
-
-    # `make run`'s last step records the run for DVC without rewriting any output: afterwards both
-    # tools call everything up to date and every output keeps its bytes and mtime (issue 23).
-    run(["git", "init", "-q"], root, generate_python)
-    made = {path: (path.stat().st_mtime_ns, path.read_bytes()) for folder in ("mathematics", "results", "data")
-            for path in sorted((root / folder).rglob("*")) if path.is_file()}
-    run(["make", "--no-print-directory", "dvc-commit", f"BIN={Path(sys.executable).parent}"], root, generate_python)
-    assert {path: (path.stat().st_mtime_ns, path.read_bytes()) for path in made} == made
     assert "up to date" in dvc(root, generate_python, "status").lower()
-    assert "Nothing to be done" in snakemake(root, generate_python, "-n")
+    assert NOTHING in snakemake(root, generate_python, "-n")
     # run again for real: no job, no file rewritten, no MLflow run left behind (an idle parent run is deleted)
-    active = active_runs(root)
-    assert "Nothing to be done" in snakemake(root, generate_python)
-    assert {path: (path.stat().st_mtime_ns, path.read_bytes()) for path in made} == made
+    made, active = outputs_as_made(root), active_runs(root)
+    assert NOTHING in snakemake(root, generate_python)
+    assert outputs_as_made(root) == made
     assert active_runs(root) == active
     shown = dvc(root, generate_python, "metrics", "show")  # each column names experiment, metric and model
     assert "results/metrics.json" in shown and "mathematics.interpolation_acc.tp_transformer" in shown, shown
     one = dvc(root, generate_python, "metrics", "show", "results/metrics.json")  # one experiment: one short line
     assert len(one.splitlines()) == 2 and max(map(len, one.splitlines())) <= 200, one
 
-    # a setting reruns only the stages that read it: one key of each experiment (issue 45)
+    # a setting reruns only the stages that read it: one key of each experiment as `--config` takes it (issue 45;
+    # each key's exact jobs, set in params.yaml: tests/workflow/test_reruns_declared.py)
     for experiment, override in EACH_EXPERIMENTS_KEY.items():
         planned = planned_jobs(snakemake(root, generate_python, "-n", "--config", override))
         assert planned.keys() - {"all"} and planned.keys() - {"all"} <= rules_of(experiment), (override, planned)
-
-    params["models"]["tp_transformer"]["d_ff"] = 24  # one model's setting
-    write_params(root / "params.yaml", params)
-    jobs = planned_jobs(snakemake(root, generate_python, "-n"))
-    assert jobs == {"all": 1, "evaluate": 1, "tables": 1, "train": 1, "interpret_mathematics": 1,
-                    "interpret_reconstruction": 1, "report": 1}
-    plan = snakemake(root, generate_python, "-n", "-p")
-    assert "--model tp_transformer" in plan and "--model transformer " not in plan
 
     # A finished run whose model folder is lost (Snakemake removes a failed job's outputs): the rerun
     # finds the finished checkpoint, trains nothing and re-creates every declared output (issue 25).
@@ -192,6 +166,8 @@ def test_snakemake_pipeline_end_to_end(project, generate_python):
 
 
 def test_dvc_pipeline_end_to_end(project, generate_python):
+    """`dvc repro` from nothing. What a setting changed, and `dvc exp` save, run, compare and apply, do to a finished
+    project: tests/workflow/test_reruns_declared.py, test_reruns_content.py."""
     root, params = project
     run(["git", "init", "-q"], root, generate_python)
     repro = dvc(root, generate_python, "repro")
@@ -214,62 +190,5 @@ def test_dvc_pipeline_end_to_end(project, generate_python):
             node = node[part]
         node[leaf] = int(value)
         write_params(root / "params.yaml", changed)
-        status = json.loads(dvc(root, generate_python, "status", "--json").strip().splitlines()[-1])
+        status = dvc_plans(root, generate_python)
         assert status and {name.split("@")[0] for name in status} <= rules_of(experiment), (override, status)
-    write_params(root / "params.yaml", params)
-
-    params["models"]["tp_transformer"]["d_ff"] = 24
-    write_params(root / "params.yaml", params)
-    status = json.loads(dvc(root, generate_python, "status", "--json").strip().splitlines()[-1])
-    assert set(status) == {"train@tp_transformer-1", "tables"}  # tables reads the architecture (its paper row)
-    rerun = re.findall(r"Running stage '([^']+)'", dvc(root, generate_python, "repro"))
-    assert set(rerun) == {"train@tp_transformer-1", "evaluate@tp_transformer-1", "tables",
-                          "interpret_mathematics@tp_transformer-1", "interpret_reconstruction", "report"}
-    assert report.stat().st_mtime_ns >= (root / "results/metrics.json").stat().st_mtime_ns  # refreshed with them
-
-    # Comparing runs as a DVC user does (README "Comparing runs"): each experiment keeps its own numbers,
-    # curves and models, and `dvc exp apply` brings all of them back.
-    for setting in (["user.name", "tprepro tests"], ["user.email", "tests@tprepro.invalid"]):
-        run(["git", "config", *setting], root, generate_python)
-    run(["git", "add", "-A"], root, generate_python)
-    run(["git", "commit", "-q", "-m", "the micro pipeline"], root, generate_python)
-    dvc(root, generate_python, "exp", "save", "-n", "baseline")
-    baseline = json.loads((root / "results/metrics.json").read_text())
-    dvc(root, generate_python, "exp", "run", "-n", "longer", "-S", "train.steps=24")
-    longer = json.loads((root / "results/metrics.json").read_text())
-    assert longer["mathematics"]["train_loss"] != baseline["mathematics"]["train_loss"]
-
-    shown = json.loads(dvc(root, generate_python, "exp", "show", "--json").strip().splitlines()[-1])
-    rows = {rev.get("name") or rev["rev"]: rev for commit in shown
-            for rev in [commit, *[r for e in commit.get("experiments") or [] for r in e["revs"]]]}
-    for name, metrics in (("baseline", baseline), ("longer", longer)):  # both rows have their own numbers
-        assert rows[name]["data"]["metrics"]["results/metrics.json"]["data"] == metrics, name
-    view = run([sys.executable, "-m", "tprepro", *readme_compare()[1:]], root, generate_python).splitlines()
-    view = [line for line in view if not line.startswith("WARNING")]  # tprepro's own, for the copied checkout
-    assert {"baseline", "longer"} <= set(view[0].split()), view[0]  # a column per experiment
-    rows = {line.split()[0]: line.split()[1:] for line in view[1:]}
-    assert {"mathematics.train_loss.transformer", "mathematics.interpolation_acc.transformer",
-            "two_variable.overall_acc.ut", "train.steps"} <= rows.keys(), view  # headlines, the setting that differs
-    assert "train.batch_size" not in rows and not [row for row in rows if "/" in row], view  # only what differs
-    assert max(map(len, view)) <= 160, "\n".join(view)  # README's line in a 160-column terminal
-
-    diff = json.loads(dvc(root, generate_python, "metrics", "diff", "baseline", "--json").strip().splitlines()[-1])
-    loss = diff["results/metrics.json"]["mathematics.train_loss.transformer"]
-    assert (loss["old"], loss["new"]) == (baseline["mathematics"]["train_loss"]["transformer"],
-                                          longer["mathematics"]["train_loss"]["transformer"])
-    curve = "mathematics/models/transformer-s1/learning_curve.csv"
-    plots = json.loads(dvc(root, generate_python, "plots", "diff", "baseline", "--json", "--targets", curve
-                           ).strip().splitlines()[-1])["data"][curve]
-    points = [(point["rev"], int(point["step"])) for plot in plots for point in plot["content"]["data"]["values"]]
-    assert {rev for rev, _ in points} == {"baseline", "workspace"}  # two curves: 12 steps and 24
-    assert max(step for rev, step in points if rev == "baseline") == 12 < max(step for _, step in points) == 24
-    dvc(root, generate_python, "plots", "diff", "baseline")  # the page, as README's line writes it
-    assert (root / "dvc_plots/index.html").is_file()
-    status = run(["git", "status", "--porcelain", "--untracked-files=all"], root, generate_python)
-    assert "dvc_plots" not in status, status  # README's `git add -A` would not commit it
-
-    dvc(root, generate_python, "exp", "apply", "baseline")
-    shown = json.loads(dvc(root, generate_python, "metrics", "show", "--json").strip().splitlines()[-1])
-    assert shown[""]["data"]["results/metrics.json"]["data"] == baseline
-    assert yaml.safe_load((root / "params.yaml").read_text())["train"]["steps"] == params["train"]["steps"]
-    assert json.loads((root / "mathematics/models/transformer-s1/train_metrics.json").read_text())["steps"] == 12
