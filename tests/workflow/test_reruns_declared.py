@@ -1,22 +1,17 @@
 """The rerun oracle, declared inputs (issue 54): a settings key of each section a stage reads, and an edit to each
 kind of code file a stage runs, plan exactly the jobs that read it, in Snakemake and DVC alike (tests/workflow/
-rerun_oracle.py). Each change is planned on its own; the real runs, one per kind with the changes of that kind at
-once (`train.steps` and the evaluate package, which rerun the whole project, left out), complete in both tools,
-and a second invocation plans nothing."""
+rerun_oracle.py). Each change is planned on its own; one real run with the settings and a source edit at once
+(`train.steps` and the evaluate package, which rerun the whole project, left out) completes in both tools, and a
+second invocation plans nothing."""
 
 from __future__ import annotations
 
 import copy
 
 import pytest
+from finished_project import Project
 from helpers import write_params
-from rerun_oracle import (
-    Project,
-    check_plans,
-    check_runs_converge,
-    declaring,
-    running,
-)
+from rerun_oracle import check_plans, check_runs_converge, declaring, running
 
 pytestmark = pytest.mark.slow
 
@@ -60,18 +55,6 @@ def test_a_setting_plans_the_jobs_that_read_it(finished, tmp_path, generate_pyth
     check_plans(project, generate_python, declaring(project.params, key))
 
 
-# Run to the end together: every key but the two step counts, whose retrains (every Mathematics model; every
-# two-variable model) rerun as the model-size key's one retrain does. DVC runs train.steps's in
-# test_reruns_content.py (`dvc exp run -S train.steps=18`).
-RUN_TOGETHER = [key for key in SETTINGS if key not in ("train.steps", "two_variable.train.steps")]
-
-
-def test_the_settings_changed_run_to_the_end_and_converge(finished, tmp_path, generate_python):
-    project = set_up(finished, tmp_path, RUN_TOGETHER)
-    check_plans(project, generate_python, set().union(*(declaring(project.params, key) for key in RUN_TOGETHER)))
-    check_runs_converge(project, tmp_path, generate_python)
-
-
 # --- code: a file of each kind a stage runs
 
 CODE = ("report/published.py",  # a core module the table stages run
@@ -80,8 +63,8 @@ CODE = ("report/published.py",  # a core module the table stages run
         "experiments/summarization/settings.py")  # imported when the command line starts, run by the stages
 
 
-def edited(finished: Project, tmp_path, sources) -> Project:
-    project = finished.copy(tmp_path / "project")
+def edit(project: Project, sources) -> Project:
+    """`project` with each of `sources` (relative to src/tprepro) edited in a way that changes no behaviour."""
     for source in sources:
         path = project.root / "src/tprepro" / source
         path.write_text(path.read_text() + "# an edit that changes no behaviour\n")
@@ -90,16 +73,22 @@ def edited(finished: Project, tmp_path, sources) -> Project:
 
 @pytest.mark.parametrize("source", CODE)
 def test_a_source_edit_plans_the_jobs_that_run_it(finished, tmp_path, generate_python, source):
-    project = edited(finished, tmp_path, [source])
+    project = edit(finished.copy(tmp_path / "project"), [source])
     check_plans(project, generate_python, running(project.params, source))
 
 
-RUN_TO_THE_END = "experiments/summarization/settings.py"  # the subtlest kind (imported at start-up, run by the
-# stages) and the fewest jobs (7): each edit reruns through its stage's code digest alike, and the others rerun
-# 12 to 30 jobs, the evaluate package every training
+# --- run to the end, together: the settings (but the two step counts, whose retrains of every Mathematics or
+# two-variable model rerun as the model-size key's one retrain does; DVC runs train.steps's in test_reruns_content.py's
+# `dvc exp run`) and one source edit, the subtlest kind (imported at start-up, run by the stages) with the fewest
+# jobs (7; each edit reruns through its stage's code digest alike, the others 12 to 30 jobs, the evaluate package
+# every training)
+
+RUN_TOGETHER = [key for key in SETTINGS if key not in ("train.steps", "two_variable.train.steps")]
+EDIT_RUN = "experiments/summarization/settings.py"
 
 
-def test_a_source_edited_runs_to_the_end_and_converges(finished, tmp_path, generate_python):
-    project = edited(finished, tmp_path, [RUN_TO_THE_END])
-    check_plans(project, generate_python, running(project.params, RUN_TO_THE_END))
+def test_the_settings_and_a_source_changed_run_to_the_end_and_converge(finished, tmp_path, generate_python):
+    project = edit(set_up(finished, tmp_path, RUN_TOGETHER), [EDIT_RUN])
+    changed = set().union(*(declaring(project.params, key) for key in RUN_TOGETHER), running(project.params, EDIT_RUN))
+    check_plans(project, generate_python, changed)
     check_runs_converge(project, tmp_path, generate_python)

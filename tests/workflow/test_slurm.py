@@ -35,8 +35,10 @@ REPORTED = {"results/tables/table1.csv": "table1.rst", "results/tables/mathemati
 
 
 def slurm_params() -> dict:
-    """The micro configuration with one module (fewer data jobs to queue), plus micro AlgoLisp."""
+    """The micro configuration with one module (fewer data jobs to queue), plus micro AlgoLisp with two of its
+    models (TP-N2F and an LSTM baseline: fewer jobs to queue; every model's command is the same stage's)."""
     params = micro_n2f(micro_params(), ("algolisp",))
+    params["n2f"]["models"] = ["tp_n2f", "lstm2lstm"]
     params["grid"].update(modules=["arithmetic__add_or_sub"], extrapolation_modules=["arithmetic__add_or_sub_big"])
     return params
 

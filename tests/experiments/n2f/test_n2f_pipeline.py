@@ -114,6 +114,8 @@ def test_n2f_pipeline_through_dvc(tmp_path, generate_python):
     Snakemake DAG's), and MathQA runs end to end through Snakemake above."""
     root = tmp_path / "repo"
     params = n2f_project(root)
+    params["n2f"]["models"] = ["tp_n2f", "lstm2lstm"]  # a TP model and a baseline: the others' commands are alike
+    write_params(root / "params.yaml", params)
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)
     run(root, "dvc", "repro", "n2f_tables@algolisp")
     check_tables(root, params, ("algolisp",))
