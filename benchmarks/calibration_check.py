@@ -3,8 +3,10 @@
 singles out, each counted in CPU seconds with every process it started (tprepro.plan.cpu_seconds), beside
 the plan's estimate of the same job uncalibrated and calibrated. A calibration is the machine's speed at
 the time: on a shared machine it drifts with the load (recorded), so each size is calibrated just before.
+A job's CPU seconds vary from run to run there too: --repeats runs each job that many times and compares the
+plan with their median; --rounds pools that many reference runs into each calibration.
 
-    python -m benchmarks.calibration_check --commit "$(git rev-parse --short HEAD)" \\
+    python -m benchmarks.calibration_check --commit "$(git rev-parse --short HEAD)" --rounds 2 --repeats 2 \\
         --out results/benchmarks/calibration-check-cpu.json
 
 Prints a markdown table; writes the JSON (machine, factors, every job).
@@ -48,12 +50,39 @@ def sized_params(base: str, folder: Path, problems: int) -> Path:
     return path
 
 
+def measured_jobs(path: Path, out: Path, problems: int, repeats: int, tprepro: str) -> dict[tuple[str, str], list]:
+    """{(split, module): CPU seconds of each of `repeats` runs} of every checked job at `problems`, two at a time,
+    each round of the six after the last."""
+    def measure(job: tuple[str, str], round_: int) -> float:
+        split, module = job
+        return counted([tprepro, "data", "--params", str(path), "--split", split, "--module", module,
+                        "--out", str(out / f"round-{round_}" / split / module), "--processes", "1"])["cpu_s"]
+
+    found: dict[tuple[str, str], list] = {job: [] for job in JOBS}
+    with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
+        for round_ in range(repeats):
+            for job, seconds in zip(JOBS, pool.map(measure, JOBS, [round_] * len(JOBS))):
+                found[job].append(seconds)
+                print(f"  {job[0]}/{job[1]} at {problems:,}, run {round_ + 1}: {seconds:.1f} CPU-s", flush=True)
+    return found
+
+
+def judged(rows: list[dict]) -> dict:
+    """How the calibrated estimates fared: within 25% of the measured CPU seconds, their median and range."""
+    ratios = [row["calibrated_over_measured"] for row in rows]
+    return {"within_25_percent": sum(0.75 <= r <= 1.25 for r in ratios), "jobs": len(ratios),
+            "median": statistics.median(ratios), "range": [min(ratios), max(ratios)]}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--params", default="params.yaml", help="the base params file")
     parser.add_argument("--commit", required=True)
     parser.add_argument("--out", type=Path, required=True, help="the JSON to write")
     parser.add_argument("--tprepro", default=str(Path(sys.executable).with_name("tprepro")))
+    parser.add_argument("--rounds", type=int, default=1, help="reference runs per calibration (tprepro plan's "
+                                                               "--calibration-rounds)")
+    parser.add_argument("--repeats", type=int, default=1, help="runs of each checked job, compared by their median")
     args = parser.parse_args()
     experiments()
     measurements = load_measurements()
@@ -61,7 +90,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="calibration-check-") as scratch:
         for problems in SIZES:
             print(f"calibration before the jobs of {problems:,} problems:", flush=True)
-            calibration = calibrate(args.params, measurements, tprepro=args.tprepro,
+            calibration = calibrate(args.params, measurements, tprepro=args.tprepro, rounds=args.rounds,
                                     progress=lambda line: print(line, flush=True))
             print(calibration.describe(), flush=True)
             calibrations.append(calibration)
@@ -69,34 +98,26 @@ def main() -> int:
             planned = {(p.work.split, p.work.module): p
                        for p in make_plan(load_params(path), str(path), measurements=measurements,
                                           calibration=calibration).jobs if p.job.stage == "data"}
-
-            def measure(job: tuple[str, str]) -> dict:
-                split, module = job
-                out = Path(scratch) / str(problems) / split / module
-                cpu = counted([args.tprepro, "data", "--params", str(path), "--split", split, "--module", module,
-                               "--out", str(out), "--processes", "1"])["cpu_s"]
-                calibrated = planned[job].estimate.seconds
-                row = {"job": f"{split}/{module}", "problems": problems, "cpu_s": cpu, "factor": calibration.factor,
-                       "plan_s": round(calibrated / calibration.factor, 3), "calibrated_s": round(calibrated, 3),
-                       "calibrated_over_measured": round(calibrated / cpu, 3), "load_average": os.getloadavg()[0]}
-                print(f"  {row['job']} at {problems:,}: {cpu:.1f} CPU-s, plan {row['plan_s']:.1f}, "
-                      f"calibrated {calibrated:.1f} ({row['calibrated_over_measured']:.2f})", flush=True)
-                return row
-
-            with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
-                rows += list(pool.map(measure, JOBS))
-    ratios = [row["calibrated_over_measured"] for row in rows]
-    within = sum(0.75 <= r <= 1.25 for r in ratios)
-    print("\n| job | problems | CPU s | plan (uncalibrated) | factor | calibrated | calibrated / measured |")
+            runs = measured_jobs(path, Path(scratch) / str(problems), problems, args.repeats, args.tprepro)
+            for (split, module), seconds in runs.items():
+                cpu, calibrated = statistics.median(seconds), planned[split, module].estimate.seconds
+                rows.append({"job": f"{split}/{module}", "problems": problems, "cpu_s": cpu, "runs_cpu_s": seconds,
+                             "factor": calibration.factor, "plan_s": round(calibrated / calibration.factor, 3),
+                             "calibrated_s": round(calibrated, 3),
+                             "calibrated_over_measured": round(calibrated / cpu, 3)})
+    verdict = judged(rows)
+    print("\n| job | problems | CPU s (runs) | plan (uncalibrated) | factor | calibrated | calibrated / measured |")
     print("|---|---|---|---|---|---|---|")
     for row in rows:
-        print(f"| `{row['job']}` | {row['problems']:,} | {row['cpu_s']:.1f} | {row['plan_s']:.1f} | "
+        runs = ", ".join(f"{s:.1f}" for s in row["runs_cpu_s"])
+        print(f"| `{row['job']}` | {row['problems']:,} | {row['cpu_s']:.1f} ({runs}) | {row['plan_s']:.1f} | "
               f"x{row['factor']:.2f} | {row['calibrated_s']:.1f} | {row['calibrated_over_measured']:.2f} |")
-    print(f"\n{within} of {len(rows)} within 25%; median {statistics.median(ratios):.2f}, "
-          f"range {min(ratios):.2f}-{max(ratios):.2f}")
-    record = {"schema": "tprepro.calibration_check/1", "commit": args.commit,
+    print(f"\n{verdict['within_25_percent']} of {verdict['jobs']} within 25%; median {verdict['median']:.2f}, "
+          f"range {verdict['range'][0]:.2f}-{verdict['range'][1]:.2f}")
+    record = {"schema": "tprepro.calibration_check/2", "commit": args.commit,
               "date": datetime.date.today().isoformat(), "machine": calibrations[0].machine.as_record(),
-              "calibrations": [c.as_record() for c in calibrations], "jobs": rows, "within_25_percent": within}
+              "rounds": args.rounds, "repeats": args.repeats, "calibrations": [c.as_record() for c in calibrations],
+              "jobs": rows, **verdict}
     atomic_write_text(args.out, json.dumps(record, indent=1) + "\n")
     print(f"wrote {args.out}")
     return 0

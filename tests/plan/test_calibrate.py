@@ -31,6 +31,13 @@ def test_a_reference_job_the_data_rates_lack_is_an_error_naming_the_file_and_job
         reference_seconds(load_measurements(tmp_path))
 
 
+def test_fewer_than_one_round_of_the_reference_is_an_error():
+    from tprepro.plan.calibrate import calibrate
+
+    with pytest.raises(TpreproError, match="rounds must be at least 1, not 0"):
+        calibrate(str(REPO / "params.yaml"), load_measurements(REPO / "results" / "benchmarks"), rounds=0)
+
+
 def _plan(root, generate_python, *extra):
     out = subprocess.run([sys.executable, "-m", "tprepro", "plan", "--params", "params.yaml", "--json", "-", *extra],
                          cwd=root, env=tool_env(TPREPRO_GENERATE_PYTHON=generate_python), capture_output=True,
@@ -43,8 +50,8 @@ def _plan(root, generate_python, *extra):
 def test_a_plan_on_another_cpu_than_the_measured_one_calibrates_every_cpu_rate(tmp_path, generate_python):
     """Issue 55: the committed fits were one machine's, another of its class took 1.6-2.6x their CPU seconds.
     With data/cpu.json naming another CPU than this one's, `tprepro plan` runs the reference here (real data
-    jobs, the real generator) and multiplies every CPU job's seconds by the median ratio; --no-calibrate does
-    not; the SLURM runtimes follow."""
+    jobs, the real generator; here two rounds of it) and multiplies every CPU job's seconds by the median ratio
+    over all its jobs; --no-calibrate does not; the SLURM runtimes follow."""
     root = copy_project(tmp_path / "repo")
     shutil.copytree(REPO / "results/benchmarks", root / "results/benchmarks", dirs_exist_ok=True)
     data = root / "results/benchmarks/data/cpu.json"
@@ -52,11 +59,12 @@ def test_a_plan_on_another_cpu_than_the_measured_one_calibrates_every_cpu_rate(t
     record["machine"] = {"cpu": "Another CPU(R) of this class", "cores": 2, "torch": "2.13.0+cpu"}
     data.write_text(json.dumps(record))
     measured, _ = _plan(root, generate_python, "--no-calibrate")
-    calibrated, log = _plan(root, generate_python)
+    calibrated, log = _plan(root, generate_python, "--calibration-rounds", "2")
     assert measured["calibration"] is None
     calibration = calibrated["calibration"]
     assert "calibrating" in log and "the CPU rates were measured on Another CPU(R) of this class" in log
-    assert len(calibration["jobs"]) == len(REFERENCE_JOBS) + 1  # and the vocabulary slice
+    assert "2 reference runs" in log and "round 2 of 2" in log
+    assert len(calibration["jobs"]) == 2 * (len(REFERENCE_JOBS) + 1)  # each round's, and its vocabulary slice
     assert calibration["factor"] == pytest.approx(statistics.median(j["cpu_s"] / j["reference_s"]
                                                                     for j in calibration["jobs"]), abs=1e-3)
     assert calibration["machine"]["cpu"] != "Another CPU(R) of this class"

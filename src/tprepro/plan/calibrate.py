@@ -8,7 +8,9 @@ listed VOCAB_COPIES times, priced by the vocab stage's fit), each counted in CPU
 started (tprepro.plan.cpu_seconds). The factor is the median over those jobs of their CPU seconds here over
 the measured (or fitted) ones; the plan multiplies every CPU rate by it. About 30 CPU-seconds on the measured
 machine, two jobs at a time: under a minute on 2 cores. A shared machine's speed drifts with its load (x1.5
-to x1.9 within an hour on one, docs/calibration-2026-11-28.md): the factor is the speed at its time.
+to x1.9 within an hour on one, docs/calibration-2026-11-28.md): the factor is the speed at its time. More
+rounds of the reference (`--calibration-rounds`) pool more jobs into the median: a factor less moved by one
+job's noisy minute.
 
 On SLURM the plan runs on the login node, whose speed says nothing of the compute nodes: run the
 calibration as a job of the partition (`srun --partition cpu tprepro plan --params FILE --calibrate`) and set
@@ -124,9 +126,12 @@ def _params(base: str, folder: Path, name: str, problems: int, modules: list[str
 
 
 def calibrate(params_path: str, measurements: Measurements, kind: str = CPU, tprepro: str | None = None,
-              progress=None) -> Calibration:
-    """Run the reference on this machine (see the module's doc); its factor. `params_path` is the base of the
-    reference's params files (any valid params file: its grid and data settings are replaced)."""
+              progress=None, rounds: int = 1) -> Calibration:
+    """Run the reference on this machine `rounds` times (see the module's doc); its factor, the median over every
+    round's jobs. `params_path` is the base of the reference's params files (any valid params file: its grid and
+    data settings are replaced)."""
+    if rounds < 1:
+        raise TpreproError(f"calibration: rounds must be at least 1, not {rounds}")
     references = reference_seconds(measurements, kind)
     vocab = measurements.stage_rates.get(kind).rate("vocab", None) if kind in measurements.stage_rates else None
     if vocab is None:
@@ -134,29 +139,38 @@ def calibrate(params_path: str, measurements: Measurements, kind: str = CPU, tpr
     tprepro = tprepro or str(Path(sys.executable).with_name("tprepro"))
     say = progress or (lambda text: None)
     load = os.getloadavg()[0]
-    with tempfile.TemporaryDirectory(prefix="tprepro-calibration-") as scratch:
-        folder = Path(scratch)
-
-        def data_job(job: tuple[tuple[str, str, int], tuple[str, float]]) -> ReferenceJob:
-            (split, module, problems), (name, reference) = job
-            params = _params(params_path, folder, f"{split}-{module}", problems, [module])
-            seconds = counted([tprepro, "data", "--params", str(params), "--split", split, "--module", module,
-                               "--out", str(folder / "data" / split / module), "--processes", "1"])["cpu_s"]
-            say(f"  data {name}: {seconds:.1f} CPU-s here, {reference:.1f} measured (x{seconds / reference:.2f})")
-            return ReferenceJob(f"data {name}", seconds, reference)
-
-        with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:  # CPU seconds are per job
-            done = list(pool.map(data_job, zip(REFERENCE_JOBS, references.items())))
-        rows = sum(replicate(folder / "data" / split / module, folder / "slice" / module, VOCAB_COPIES)
-                   for split, module, _ in REFERENCE_JOBS)
-        params = _params(params_path, folder, "vocab", 1, [module for _, module, _ in REFERENCE_JOBS])
-        seconds = counted([tprepro, "vocab", "--params", str(params), "--train", str(folder / "slice"),
-                           "--out", str(folder / "vocab.json")])["cpu_s"]
-        fitted = vocab.fixed_s + vocab.seconds_per_item * rows
-        done.append(ReferenceJob(f"vocab over {rows:,} problems", seconds, fitted))
-        say(f"  vocab over {rows:,} problems: {seconds:.1f} CPU-s here, {fitted:.1f} fitted (x{seconds / fitted:.2f})")
+    done: list[ReferenceJob] = []
+    for round_ in range(rounds):
+        with tempfile.TemporaryDirectory(prefix="tprepro-calibration-") as scratch:
+            if rounds > 1:
+                say(f" round {round_ + 1} of {rounds}:")
+            done += _reference_round(params_path, Path(scratch), references, vocab, tprepro, say)
     factor = statistics.median(job.ratio for job in done)
     return Calibration(round(factor, 3), this_machine(), tuple(done), load=(load, os.getloadavg()[0]))
+
+
+def _reference_round(params_path: str, folder: Path, references: dict[str, float], vocab, tprepro: str,
+                     say) -> list[ReferenceJob]:
+    """One run of the reference data jobs (two at a time) and the vocabulary slice over their shards, in `folder`."""
+
+    def data_job(job: tuple[tuple[str, str, int], tuple[str, float]]) -> ReferenceJob:
+        (split, module, problems), (name, reference) = job
+        params = _params(params_path, folder, f"{split}-{module}", problems, [module])
+        seconds = counted([tprepro, "data", "--params", str(params), "--split", split, "--module", module,
+                           "--out", str(folder / "data" / split / module), "--processes", "1"])["cpu_s"]
+        say(f"  data {name}: {seconds:.1f} CPU-s here, {reference:.1f} measured (x{seconds / reference:.2f})")
+        return ReferenceJob(f"data {name}", seconds, reference)
+
+    with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:  # CPU seconds are per job
+        done = list(pool.map(data_job, zip(REFERENCE_JOBS, references.items())))
+    rows = sum(replicate(folder / "data" / split / module, folder / "slice" / module, VOCAB_COPIES)
+               for split, module, _ in REFERENCE_JOBS)
+    params = _params(params_path, folder, "vocab", 1, [module for _, module, _ in REFERENCE_JOBS])
+    seconds = counted([tprepro, "vocab", "--params", str(params), "--train", str(folder / "slice"),
+                       "--out", str(folder / "vocab.json")])["cpu_s"]
+    fitted = vocab.fixed_s + vocab.seconds_per_item * rows
+    say(f"  vocab over {rows:,} problems: {seconds:.1f} CPU-s here, {fitted:.1f} fitted (x{seconds / fitted:.2f})")
+    return [*done, ReferenceJob(f"vocab over {rows:,} problems", seconds, fitted)]
 
 
 def cpu_factor(params: dict, job, calibration: Calibration | None) -> tuple[float, str]:

@@ -24,6 +24,9 @@ def plan_arguments(parser: argparse.ArgumentParser) -> None:
                                   "by it; the default when the measured machine is known and this one differs")
     calibration.add_argument("--no-calibrate", action="store_true",
                              help="price CPU jobs at the measured machine's speed, whatever this one is")
+    parser.add_argument("--calibration-rounds", type=int, default=1, metavar="N",
+                        help="run the calibration's reference N times, the factor the median over all their jobs "
+                             "(default 1; a shared machine's speed varies from minute to minute)")
 
 
 def run_plan(args) -> None:
@@ -67,6 +70,8 @@ def this_calibration(args, measurements):
     if not args.calibrate and (measured is None or not measured.known or measured.cpu == here.cpu):
         return None
     why = "asked for" if args.calibrate else f"the CPU rates were measured on {measured.describe()}"
-    print(f"calibrating {here.describe()} ({why}; --no-calibrate to skip): a reference run of under a minute",
-          file=sys.stderr)
-    return calibrate(args.params, measurements, progress=lambda line: print(line, file=sys.stderr))
+    runs = "a reference run" if args.calibration_rounds == 1 else f"{args.calibration_rounds} reference runs"
+    print(f"calibrating {here.describe()} ({why}; --no-calibrate to skip): {runs} of under a minute on the "
+          "measured machine", file=sys.stderr)
+    return calibrate(args.params, measurements, progress=lambda line: print(line, file=sys.stderr),
+                     rounds=args.calibration_rounds)
