@@ -207,3 +207,35 @@ def test_a_failed_evaluation_ends_its_run_failed(project, tmp_path):
     assert result.returncode != 0
     with sqlite3.connect(copy / "mlflow.db") as conn:
         assert conn.execute("SELECT status FROM runs WHERE name = 'transformer-s1'").fetchone() == ("FAILED",)
+
+
+def test_two_jobs_logging_one_dataset_at_the_same_moment_both_stay_tracked(tmp_path, monkeypatch):
+    """Two trainings of one pipeline read the same shards: MLflow's store looks an experiment's datasets up, then
+    inserts those it did not find, so the later insert hits the datasets' unique key (seen in a Snakemake run of
+    the variants, which then lost the run's checkpoint metrics). Done for real on one sqlite store: between this
+    run's lookup and its insert, another job's run logs the same dataset."""
+    from sqlalchemy.orm import Query
+
+    from tprepro.tracking.run import DatasetRecord, Run
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    datasets = {"train-easy/arithmetic__add_or_sub": DatasetRecord("data/x", "ab" * 32, 10, 1)}
+    first, other = Run("race", "first", tracking_uri=uri), Run("race", "other", tracking_uri=uri)
+    lookup, raced = Query.all, []
+
+    def the_other_job_inserts_after_this_lookup(query):
+        found = lookup(query)
+        if query.column_descriptions[0]["name"] == "SqlDataset" and not raced:
+            raced.append(True)
+            other.log_datasets(datasets)
+        return found
+
+    monkeypatch.setattr(Query, "all", the_other_job_inserts_after_this_lookup)
+    first.log_datasets(datasets)
+    monkeypatch.undo()
+    assert raced and not first.disabled and not other.disabled
+    first.log_metrics({"loss": 1.0}, step=3)  # and the run goes on being tracked
+    for run in (first, other):
+        logged = run.client.get_run(run.run_id)
+        assert [d.dataset.name for d in logged.inputs.dataset_inputs] == ["train-easy/arithmetic__add_or_sub"]
+    assert [m.step for m in first.client.get_metric_history(first.run_id, "loss")] == [3]

@@ -166,7 +166,7 @@ class Run:
                                                            "sha256": record.digest})),
                                tags=[InputTag("mlflow.data.context", context)])
                   for label, record in datasets.items()]
-        self._call("log_inputs", inputs)
+        self._call(_log_inputs, inputs)
 
     def set_tag(self, key: str, value) -> None:
         self._call("set_tag", key, str(value))
@@ -194,6 +194,22 @@ class Run:
         """A stage that fails inside `with run:` ends the run FAILED (on success, call `finish()`)."""
         if exc is not None:
             self.finish("FAILED")
+
+
+DATASET_RACE = "UNIQUE constraint failed: datasets."  # a concurrent job inserted the dataset row first (sqlite)
+
+
+def _log_inputs(client, run_id: str, inputs: list, attempts: int = 3) -> None:
+    """client.log_inputs, retried when another job inserted one of the same datasets first: MLflow's store looks
+    the experiment's datasets up and then inserts those it did not find, so two trainings of one pipeline that read
+    the same shards at the same moment collide on the datasets' unique key; a retry finds the other's rows."""
+    for attempt in range(1, attempts + 1):
+        try:
+            client.log_inputs(run_id, inputs)
+            return
+        except Exception as exc:
+            if attempt == attempts or DATASET_RACE not in str(exc):
+                raise
 
 
 def _log_model(client, run_id: str, directory: str, name: str, model_type: str) -> None:
