@@ -70,7 +70,7 @@ def measured_jobs(path: Path, out: Path, problems: int, repeats: int, tprepro: s
 def judged(rows: list[dict]) -> dict:
     """How the calibrated estimates fared: within 25% of the measured CPU seconds, their median and range."""
     ratios = [row["calibrated_over_measured"] for row in rows]
-    return {"within_25_percent": sum(0.75 <= r <= 1.25 for r in ratios), "jobs": len(ratios),
+    return {"within_25_percent": sum(0.75 <= r <= 1.25 for r in ratios), "checked": len(ratios),
             "median": statistics.median(ratios), "range": [min(ratios), max(ratios)]}
 
 
@@ -112,7 +112,7 @@ def main() -> int:
         runs = ", ".join(f"{s:.1f}" for s in row["runs_cpu_s"])
         print(f"| `{row['job']}` | {row['problems']:,} | {row['cpu_s']:.1f} ({runs}) | {row['plan_s']:.1f} | "
               f"x{row['factor']:.2f} | {row['calibrated_s']:.1f} | {row['calibrated_over_measured']:.2f} |")
-    print(f"\n{verdict['within_25_percent']} of {verdict['jobs']} within 25%; median {verdict['median']:.2f}, "
+    print(f"\n{verdict['within_25_percent']} of {verdict['checked']} within 25%; median {verdict['median']:.2f}, "
           f"range {verdict['range'][0]:.2f}-{verdict['range'][1]:.2f}")
     record = {"schema": "tprepro.calibration_check/2", "commit": args.commit,
               "date": datetime.date.today().isoformat(), "machine": calibrations[0].machine.as_record(),
