@@ -104,7 +104,8 @@ def main() -> int:
                 rows.append({"job": f"{split}/{module}", "problems": problems, "cpu_s": cpu, "runs_cpu_s": seconds,
                              "factor": calibration.factor, "plan_s": round(calibrated / calibration.factor, 3),
                              "calibrated_s": round(calibrated, 3),
-                             "calibrated_over_measured": round(calibrated / cpu, 3)})
+                             "calibrated_over_measured": round(calibrated / cpu, 3),
+                             "load_average": os.getloadavg()[0]})  # after the size's runs
     verdict = judged(rows)
     print("\n| job | problems | CPU s (runs) | plan (uncalibrated) | factor | calibrated | calibrated / measured |")
     print("|---|---|---|---|---|---|---|")
