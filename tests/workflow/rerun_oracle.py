@@ -7,8 +7,9 @@ For each change a researcher makes after a first run, the jobs reading what chan
 an output's new content: the jobs that read it); `dvc status` must name exactly those, and `snakemake -n` exactly
 those and everything downstream of them. Each tool's real run then completes with every output present, and a
 second invocation plans nothing. The finished project's own run checks that each stage's declared params keys and
-code are what its commands read and run (tests/finished_project.py, tests/pipeline_kit.py). The tests: test_reruns_declared.py (settings and
-code) and test_reruns_content.py (new content, what leaves content alone, an older experiment applied).
+code are what its commands read and run (tests/finished_project.py, tests/pipeline_kit.py). The tests:
+test_reruns_declared.py (settings and code) and test_reruns_content.py (new content, what leaves content alone, an
+older experiment applied).
 """
 
 from __future__ import annotations
