@@ -100,9 +100,11 @@ def main() -> int:
                                           calibration=calibration).jobs if p.job.stage == "data"}
             runs = measured_jobs(path, Path(scratch) / str(problems), problems, args.repeats, args.tprepro)
             for (split, module), seconds in runs.items():
-                cpu, calibrated = statistics.median(seconds), planned[split, module].estimate.seconds
+                job = planned[split, module]
+                cpu, calibrated = statistics.median(seconds), job.estimate.seconds
                 rows.append({"job": f"{split}/{module}", "problems": problems, "cpu_s": cpu, "runs_cpu_s": seconds,
-                             "factor": calibration.factor, "plan_s": round(calibrated / calibration.factor, 3),
+                             "factor": job.cpu_factor, "factor_from": job.cpu_factor_from,
+                             "plan_s": round(calibrated / job.cpu_factor, 3),
                              "calibrated_s": round(calibrated, 3),
                              "calibrated_over_measured": round(calibrated / cpu, 3),
                              "load_average": os.getloadavg()[0]})  # after the size's runs

@@ -45,7 +45,7 @@ def data_families(paper: dict) -> dict:
     plan = make_plan(paper, measurements=load_measurements())
     families: dict[str, dict] = defaultdict(lambda: {"jobs": 0, "cpu_h": 0.0, "unpriced": 0, "longest_cpu_h": 0.0})
     for planned in (p for p in plan.jobs if p.job.rule == "data"):
-        family = families[planned.work.module.split("__")[0]]
+        family = families[planned.work.module_family]
         family["jobs"] += 1
         if planned.estimate.seconds is None:
             family["unpriced"] += 1

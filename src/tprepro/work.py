@@ -22,9 +22,19 @@ class Work:
     shards: int | None = None  # generate: the shards written (the unit its processes share)
 
     @property
+    def module_family(self) -> str | None:
+        """generate: its Mathematics module's family."""
+        return module_family(self.module) if self.module else None
+
+    @property
     def unit(self) -> str:
         return {"train": "samples trained", "decode": "problems decoded", "generate": "problems made", "read": "problems read",
                 "fixed": ""}[self.kind]
+
+
+def module_family(module: str) -> str:
+    """A Mathematics module's family: `algebra` of `algebra__linear_1d`."""
+    return module.split("__")[0]
 
 
 def training(train: dict, preset: str) -> Work:

@@ -5,9 +5,12 @@ recorded); a machine of the same class can take 1.6-2.6x their CPU seconds. `cal
 machine at hand, real data jobs at the very sizes results/benchmarks/data/<kind>.json measured them (the
 real generator, `--processes 1`, four module families) and a vocabulary slice over their shards (each shard
 listed VOCAB_COPIES times, priced by the vocab stage's fit), each counted in CPU seconds with every process it
-started (tprepro.plan.cpu_seconds). The factor is the median over those jobs of their CPU seconds here over
-the measured (or fitted) ones; the plan multiplies every CPU rate by it. About 30 CPU-seconds on the measured
-machine, two jobs at a time: under a minute on 2 cores. A shared machine's speed drifts with its load (x1.5
+started (tprepro.plan.cpu_seconds). Each job's ratio is its CPU seconds here over the measured (or fitted)
+ones. The module families do not share one speed ratio between two machines (on one VM the calculus jobs ran
+at x1.3 of the measured machine where the median job ran at x0.95, docs/calibration-2026-11-28.md), so a data
+job of a family the reference holds is scaled by that family's own reference jobs, the vocab stage by the
+vocabulary slice, and every other CPU rate by the median over all the reference jobs. About 30 CPU-seconds on
+the measured machine, two jobs at a time: under a minute on 2 cores. A shared machine's speed drifts with its load (x1.5
 to x1.9 within an hour on one, docs/calibration-2026-11-28.md): the factor is the speed at its time. More
 rounds of the reference (`--calibration-rounds`) pool more jobs into the median: a factor less moved by one
 job's noisy minute.
@@ -23,6 +26,7 @@ import os
 import statistics
 import sys
 import tempfile
+from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,8 +35,10 @@ from tprepro.errors import TpreproError
 from tprepro.plan.cpu_seconds import counted
 from tprepro.plan.machine import Machine, this_machine
 from tprepro.plan.speeds import Measurements
+from tprepro.work import Work, module_family
 
 CPU = "cpu"  # the device kind of CPU measurements
+VOCAB = "vocab"  # the stage the vocabulary slice is priced as
 
 # (split, module, problems): data jobs measured at exactly these sizes in data/<kind>.json (4-7 s of CPU each
 # there), one per module family of the costly kinds and one cheap module at 20,000 problems in 4 shards.
@@ -45,11 +51,17 @@ DATA_SEED = 1  # the measurements' data seed (paper.yaml's)
 VOCAB_COPIES = 70  # the vocabulary slice reads the reference's 21,400 problems 70 times: 1.5 million
 
 
+def family_key(family: str) -> str:
+    """The name a module family's data jobs are priced under (`algebra__*`)."""
+    return f"{family}__*"
+
+
 @dataclass(frozen=True)
 class ReferenceJob:
     name: str
     cpu_s: float  # here
     reference_s: float  # measured (data jobs) or fitted (the vocabulary) on the measured machine
+    prices: str = ""  # what its ratio prices on its own: a module family's data jobs (family_key) or a stage
 
     @property
     def ratio(self) -> float:
@@ -58,25 +70,44 @@ class ReferenceJob:
 
 @dataclass(frozen=True)
 class Calibration:
-    factor: float  # CPU seconds here per CPU second measured: every CPU rate is multiplied by it
+    factor: float  # the median ratio of all reference jobs: every CPU rate without reference jobs of its own
     machine: Machine
     jobs: tuple[ReferenceJob, ...] = ()
     source: str = ""  # where the factor comes from, when not from a reference run here
     load: tuple[float, ...] = ()  # the machine's 1-minute load average before and after the reference run
+
+    @property
+    def own_factors(self) -> dict[str, float]:
+        """{module family (family_key) or stage: the median ratio of its own reference jobs, of every round}."""
+        ratios: dict[str, list[float]] = defaultdict(list)
+        for job in self.jobs:
+            if job.prices:
+                ratios[job.prices].append(job.ratio)
+        return {prices: round(statistics.median(found), 3) for prices, found in sorted(ratios.items())}
+
+    def factor_for(self, stage: str, work: Work) -> tuple[float, str]:
+        """(factor, why) for one CPU job: its module family's or its stage's own reference jobs', else the median's."""
+        prices = family_key(work.module_family) if work.kind == "generate" and work.module else stage
+        own = self.own_factors
+        if prices in own:
+            return own[prices], f"calibrated on this machine, {prices} reference jobs"
+        return self.factor, "calibrated on this machine"
 
     def describe(self) -> str:
         if not self.jobs:
             return f"x{self.factor:.2f} ({self.source})"
         ratios = sorted(job.ratio for job in self.jobs)
         load = f", load average {max(self.load):.1f}" if self.load else ""
+        own = ", ".join(f"{prices} x{factor:.2f}" for prices, factor in self.own_factors.items())
         return (f"x{self.factor:.2f}: {self.machine.describe()}, the median of {len(self.jobs)} reference jobs' "
-                f"CPU seconds over the measured ones ({ratios[0]:.2f}-{ratios[-1]:.2f}{load})")
+                f"CPU seconds over the measured ones ({ratios[0]:.2f}-{ratios[-1]:.2f}{load})"
+                + (f"; by their own reference jobs {own}" if own else ""))
 
     def as_record(self) -> dict:
-        return {"factor": self.factor, "machine": self.machine.as_record(), "source": self.source,
-                "load_average": list(self.load),
-                "jobs": [{"job": j.name, "cpu_s": j.cpu_s, "reference_s": j.reference_s, "ratio": round(j.ratio, 3)}
-                         for j in self.jobs]}
+        return {"factor": self.factor, "own_factors": self.own_factors, "machine": self.machine.as_record(),
+                "source": self.source, "load_average": list(self.load),
+                "jobs": [{"job": j.name, "prices": j.prices, "cpu_s": j.cpu_s, "reference_s": j.reference_s,
+                          "ratio": round(j.ratio, 3)} for j in self.jobs]}
 
 
 def reference_seconds(measurements: Measurements, kind: str = CPU) -> dict[str, float]:
@@ -133,7 +164,7 @@ def calibrate(params_path: str, measurements: Measurements, kind: str = CPU, tpr
     if rounds < 1:
         raise TpreproError(f"calibration: rounds must be at least 1, not {rounds}")
     references = reference_seconds(measurements, kind)
-    vocab = measurements.stage_rates.get(kind).rate("vocab", None) if kind in measurements.stage_rates else None
+    vocab = measurements.stage_rates.get(kind).rate(VOCAB, None) if kind in measurements.stage_rates else None
     if vocab is None:
         raise TpreproError(f"calibration: no vocab stage rate measured on {kind} (results/benchmarks/stages/{kind}.json)")
     tprepro = tprepro or str(Path(sys.executable).with_name("tprepro"))
@@ -159,29 +190,29 @@ def _reference_round(params_path: str, folder: Path, references: dict[str, float
         seconds = counted([tprepro, "data", "--params", str(params), "--split", split, "--module", module,
                            "--out", str(folder / "data" / split / module), "--processes", "1"])["cpu_s"]
         say(f"  data {name}: {seconds:.1f} CPU-s here, {reference:.1f} measured (x{seconds / reference:.2f})")
-        return ReferenceJob(f"data {name}", seconds, reference)
+        return ReferenceJob(f"data {name}", seconds, reference, family_key(module_family(module)))
 
     with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:  # CPU seconds are per job
         done = list(pool.map(data_job, zip(REFERENCE_JOBS, references.items())))
     rows = sum(replicate(folder / "data" / split / module, folder / "slice" / module, VOCAB_COPIES)
                for split, module, _ in REFERENCE_JOBS)
     params = _params(params_path, folder, "vocab", 1, [module for _, module, _ in REFERENCE_JOBS])
-    seconds = counted([tprepro, "vocab", "--params", str(params), "--train", str(folder / "slice"),
+    seconds = counted([tprepro, VOCAB, "--params", str(params), "--train", str(folder / "slice"),
                        "--out", str(folder / "vocab.json")])["cpu_s"]
     fitted = vocab.fixed_s + vocab.seconds_per_item * rows
     say(f"  vocab over {rows:,} problems: {seconds:.1f} CPU-s here, {fitted:.1f} fitted (x{seconds / fitted:.2f})")
-    return [*done, ReferenceJob(f"vocab over {rows:,} problems", seconds, fitted)]
+    return [*done, ReferenceJob(f"vocab over {rows:,} problems", seconds, fitted, VOCAB)]
 
 
-def cpu_factor(params: dict, job, calibration: Calibration | None) -> tuple[float, str]:
-    """(factor, why) a CPU-priced job's measured seconds are multiplied by: its family's
+def cpu_factor(params: dict, job, work: Work, calibration: Calibration | None) -> tuple[float, str]:
+    """(factor, why) a CPU-priced job's measured seconds are multiplied by: its rule family's
     `cluster.<family>.cpu_factor` (its partition's nodes, measured by a calibration job), else this machine's
-    calibration, else 1 (the measured machine's speed)."""
+    calibration (Calibration.factor_for), else 1 (the measured machine's speed)."""
     family = params["cluster"][job.family] if job.family else {}
     if family.get("cpu_factor") is not None:
         return family["cpu_factor"], f"cluster.{job.family}.cpu_factor"
     if calibration is not None:
-        return calibration.factor, "calibrated on this machine"
+        return calibration.factor_for(job.stage, work)
     return 1.0, ""
 
 

@@ -96,7 +96,7 @@ def _generated_bytes(measurements: Measurements, kind: str, stage: str, work: Wo
     its stage's bytes per item in a pipeline run; None where neither is measured or its size is unknown."""
     if work.items is None:
         return None
-    family = measurements.data_rates[kind].disk.get(work.module.split("__")[0]) \
+    family = measurements.data_rates[kind].disk.get(work.module_family) \
         if work.module and kind in measurements.data_rates else None
     if family is not None:
         return family.bytes(work.items, work.shards or 1)

@@ -194,7 +194,7 @@ def make_plan(params: dict, params_path: str = "params.yaml", device: str | None
     for job in found:
         done = work(params, job.stage, job.values)
         kind = job_device(params, job, device)
-        factor, why = cpu_factor(params, job, calibration) if kind == CPU else (1.0, "")
+        factor, why = cpu_factor(params, job, done, calibration) if kind == CPU else (1.0, "")
         guess = scaled(estimate(measurements, kind, job.stage, done), factor, why)
         cpus = job_cpus(params, job, done, guess.seconds)
         runtime, source, segments, note = slurm_runtime(params, job, done, wall_seconds(guess.seconds, done, cpus),

@@ -97,7 +97,7 @@ def paper_families() -> str:
     """paper.yaml's data CPU-hours by module family."""
     families: dict[str, list] = defaultdict(list)
     for p in _data_jobs(plan_of(*CONFIGURATIONS[-1])):
-        families[p.work.module.split("__")[0]].append(p)
+        families[p.work.module_family].append(p)
     rows = ["| family | jobs | CPU-h | costliest job CPU-h | disk |", "|---|---|---|---|---|"]
     for name, found in sorted(families.items()):
         rows.append(f"| {name} | {len(found)} | {sum(p.estimate.seconds for p in found) / 3600:.1f} | "
