@@ -163,6 +163,29 @@ def test_a_families_cpu_factor_scales_its_jobs_and_a_calibration_the_others(tmp_
     assert tables.estimate.seconds == 16.0 and "calibrated on this machine" in tables.estimate.source
 
 
+def test_a_calibration_prices_a_data_job_by_its_module_familys_reference_jobs(tmp_path):
+    """A data job of a family the reference holds at its family's factor, another CPU job at the median; the
+    table says both within its width."""
+    from tprepro.plan.calibrate import Calibration, ReferenceJob
+    from tprepro.plan.machine import this_machine
+    from tprepro.plan.report import WIDTH, table
+
+    params, _ = _priced_data(tmp_path)
+    params["data"]["train_per_module"] = 60
+    write_stage_rates(tmp_path, "cpu", {"tables": {"fixed_s": 8.0}})
+    jobs = (ReferenceJob("data train-easy/arithmetic__add_or_sub@20000", 3.0, 1.0, "arithmetic__*"),
+            ReferenceJob("data train-hard/calculus__differentiate@200", 1.0, 1.0, "calculus__*"))
+    plan = make_plan(params, measurements=load_measurements(tmp_path),
+                     calibration=Calibration(2.0, this_machine(), jobs, load=(0.5, 0.7)))
+    data, tables = _data_job(plan), next(p for p in plan.jobs if p.job.rule == "tables")
+    assert data.estimate.seconds == pytest.approx(3.0 * 33.0) and data.cpu_factor == 3.0
+    assert data.cpu_factor_from == "calibrated on this machine, arithmetic__* reference jobs"
+    assert tables.estimate.seconds == 16.0 and tables.cpu_factor_from == "calibrated on this machine"
+    printed = table(plan)
+    assert max(len(line) for line in printed.splitlines()) <= WIDTH
+    assert "arithmetic__* x3.00, calculus__* x1.00" in " ".join(printed.split())
+
+
 def test_a_model_priced_cheaper_per_step_than_a_smaller_one_says_why(tmp_path):
     """Issue 55: the TP-Transformer was priced below the Transformer with no remark."""
     params = load_default_params()

@@ -77,7 +77,7 @@ def _machines(plan: Plan) -> list[str]:
     here = f"this machine: {plan.machine.describe()}" if plan.machine else "this machine: unknown"
     factors = sorted({(p.cpu_factor, p.cpu_factor_from) for p in plan.jobs if p.cpu_factor_from.startswith("cluster.")})
     if plan.calibration is not None:
-        lines.append(f"{here}; calibrated {plan.calibration.describe()}")
+        lines += textwrap.wrap(f"{here}; calibrated {plan.calibration.describe()}", WIDTH, subsequent_indent="    ")
     else:
         lines.append(f"{here}; CPU jobs priced at the measured speed (`--calibrate` measures this machine's)")
     lines += [f"CPU jobs priced x {factor:.2f} ({why})" for factor, why in factors]
