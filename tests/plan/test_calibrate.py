@@ -49,7 +49,8 @@ def test_a_data_job_is_priced_by_its_family_s_own_reference_jobs_and_the_rest_by
     assert calibration.factor_for("data", generate("calculus__differentiate_composed")) == (
         1.3, "calibrated on this machine, calculus__* reference jobs")
     assert calibration.factor_for("data", generate("comparison__sort")) == (0.95, "calibrated on this machine")
-    assert calibration.factor_for("vocab", Work("read", 10)) == (0.75, "calibrated on this machine, vocab reference jobs")
+    assert calibration.factor_for("vocab", Work("read", 10)) == (0.75,
+                                                                 "calibrated on this machine, vocab reference jobs")
     assert calibration.factor_for("train", Work("train", 10, "transformer_tiny"))[0] == 0.95
     assert "calculus__* x1.30" in calibration.describe() and calibration.as_record()["own_factors"]["vocab"] == 0.75
     assert Calibration(2.0, this_machine(), (), "a test").factor_for("vocab", Work("read", 10))[0] == 2.0

@@ -10,10 +10,10 @@ ones. The module families do not share one speed ratio between two machines (on 
 at x1.3 of the measured machine where the median job ran at x0.95, docs/calibration-2026-11-28.md), so a data
 job of a family the reference holds is scaled by that family's own reference jobs, the vocab stage by the
 vocabulary slice, and every other CPU rate by the median over all the reference jobs. About 30 CPU-seconds on
-the measured machine, two jobs at a time: under a minute on 2 cores. A shared machine's speed drifts with its load (x1.5
-to x1.9 within an hour on one, docs/calibration-2026-11-28.md): the factor is the speed at its time. More
-rounds of the reference (`--calibration-rounds`) pool more jobs into the median: a factor less moved by one
-job's noisy minute.
+the measured machine, two jobs at a time: under a minute on 2 cores. A shared machine's speed drifts with its
+load (x1.5 to x1.9 within an hour on one, docs/calibration-2026-11-28.md): the factors are the speed at their
+time. More rounds of the reference (`--calibration-rounds`) pool more jobs into each median: factors less
+moved by one job's noisy minute.
 
 On SLURM the plan runs on the login node, whose speed says nothing of the compute nodes: run the
 calibration as a job of the partition (`srun --partition cpu tprepro plan --params FILE --calibrate`) and set
