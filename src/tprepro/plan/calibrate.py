@@ -29,6 +29,7 @@ import tempfile
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from tprepro.errors import TpreproError
@@ -61,7 +62,7 @@ class ReferenceJob:
     name: str
     cpu_s: float  # here
     reference_s: float  # measured (data jobs) or fitted (the vocabulary) on the measured machine
-    prices: str = ""  # what its ratio prices on its own: a module family's data jobs (family_key) or a stage
+    prices: str  # what its ratio prices on its own: a module family's data jobs (family_key) or a stage
 
     @property
     def ratio(self) -> float:
@@ -76,21 +77,19 @@ class Calibration:
     source: str = ""  # where the factor comes from, when not from a reference run here
     load: tuple[float, ...] = ()  # the machine's 1-minute load average before and after the reference run
 
-    @property
+    @cached_property
     def own_factors(self) -> dict[str, float]:
         """{module family (family_key) or stage: the median ratio of its own reference jobs, of every round}."""
         ratios: dict[str, list[float]] = defaultdict(list)
         for job in self.jobs:
-            if job.prices:
-                ratios[job.prices].append(job.ratio)
+            ratios[job.prices].append(job.ratio)
         return {prices: round(statistics.median(found), 3) for prices, found in sorted(ratios.items())}
 
     def factor_for(self, stage: str, work: Work) -> tuple[float, str]:
         """(factor, why) for one CPU job: its module family's or its stage's own reference jobs', else the median's."""
         prices = family_key(work.module_family) if work.kind == "generate" and work.module else stage
-        own = self.own_factors
-        if prices in own:
-            return own[prices], f"calibrated on this machine, {prices} reference jobs"
+        if prices in self.own_factors:
+            return self.own_factors[prices], f"calibrated on this machine, {prices} reference jobs"
         return self.factor, "calibrated on this machine"
 
     def describe(self) -> str:
